@@ -1,0 +1,96 @@
+"""The benchmark's domains (airline, retail): data, tools, policy and tasks, loaded once."""
+
+from __future__ import annotations
+
+import importlib
+import json
+import threading
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from tau_bench.data.paths import resolve_data_dir
+from tau_bench.db import BaseDB
+from tau_bench.domains.tool import Tool
+from tau_bench.tasks import Task, load_tasks
+
+DOMAIN_NAMES = ("airline", "retail")
+TABLES = {"airline": ("flights", "reservations", "users"), "retail": ("orders", "products", "users")}
+SPLITS = {"airline": ("test",), "retail": ("test", "train", "dev")}
+TERMINATE_TOOLS = frozenset({"transfer_to_human_agents"})
+
+
+class UnknownDomainError(ValueError):
+    pass
+
+
+class UnknownSplitError(ValueError):
+    pass
+
+
+@dataclass
+class Domain:
+    """Everything an episode of one domain needs; shared read-only across episodes."""
+
+    name: str
+    data_dir: Path
+    base_db: BaseDB
+    tools: dict[str, Tool]
+    tool_schemas: list[dict[str, Any]]
+    policy: str
+    rules: list[str]
+    terminate_tools: frozenset[str] = TERMINATE_TOOLS
+    _splits: dict[str, list[Task]] = field(default_factory=dict)
+
+    @property
+    def splits(self) -> tuple[str, ...]:
+        return SPLITS[self.name]
+
+    def tasks(self, split: str = "test") -> list[Task]:
+        if split not in SPLITS[self.name]:
+            raise UnknownSplitError(
+                f"unknown task split {split!r} for {self.name} "
+                f"(available: {', '.join(SPLITS[self.name])})"
+            )
+        if split not in self._splits:
+            self._splits[split] = load_tasks(self.data_dir / self.name / "tasks" / f"{split}.json")
+        return self._splits[split]
+
+
+_cache: dict[tuple[str, Path], Domain] = {}
+_lock = threading.Lock()
+
+
+def _read_json(path: Path) -> Any:
+    with path.open("rb") as fh:
+        return json.load(fh)
+
+
+def load_domain(name: str, data_dir: str | Path | None = None) -> Domain:
+    """The domain `name`, loaded once per process and data directory."""
+    if name not in DOMAIN_NAMES:
+        raise UnknownDomainError(
+            f"unknown env {name!r} (available: {', '.join(DOMAIN_NAMES)})"
+        )
+    root = resolve_data_dir(data_dir).resolve()
+    key = (name, root)
+    with _lock:
+        if key in _cache:
+            return _cache[key]
+        ddir = root / name
+        tables = {t: _read_json(ddir / "db" / f"{t}.json") for t in TABLES[name]}
+        module = importlib.import_module(f"tau_bench.domains.{name}.tools")
+        tools: dict[str, Tool] = {t.name: t for t in module.TOOLS}
+        schemas = _read_json(ddir / "tools.json")
+        rules_path = ddir / "rules.json"
+        domain = Domain(
+            name=name,
+            data_dir=root,
+            base_db=BaseDB(tables),
+            tools=tools,
+            tool_schemas=schemas,
+            policy=(ddir / "policy.md").read_text(encoding="utf-8"),
+            rules=_read_json(rules_path) if rules_path.exists() else [],
+        )
+        _cache[key] = domain
+        return domain

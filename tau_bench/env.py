@@ -1,0 +1,78 @@
+"""Env: one episode's private database, the tool executor, and its action log."""
+
+from __future__ import annotations
+
+import copy
+from typing import Any
+
+from tau_bench.db import EpisodeDB
+from tau_bench.domains import Domain
+from tau_bench.tasks import RESPOND_ACTION, Action, Task
+
+Q7_OBSERVATION = (
+    "Error: send_certificate returned no result (the user already holds three certificates)"
+)
+
+
+class Env:
+    """Executes tool calls on a private copy of a domain DB; never raises.
+
+    `execute` logs every call (as the original's action log did), runs the tool and
+    returns its observation string. Argument and runtime errors become the original's
+    `Error: ...` strings; an unknown name gives `Unknown action <name>`.
+    """
+
+    def __init__(self, domain: Domain, task: Task | None = None) -> None:
+        self.domain = domain
+        self.task = task
+        self.db: EpisodeDB = domain.base_db.episode()
+        self.actions: list[Action] = []
+
+    def reset(self, task: Task | None = None) -> None:
+        """Start again from the pristine DB (cheap: no JSON is re-read)."""
+        if task is not None:
+            self.task = task
+        self.db = self.domain.base_db.episode()
+        self.actions = []
+
+    @property
+    def tool_schemas(self) -> list[dict[str, Any]]:
+        return self.domain.tool_schemas
+
+    def is_terminate(self, name: str) -> bool:
+        return name in self.domain.terminate_tools
+
+    def execute(self, name: str, kwargs: Any) -> str:
+        """Run tool `name` with `kwargs`; the observation string, never an exception."""
+        logged = kwargs if isinstance(kwargs, dict) else {"__invalid_kwargs__": kwargs}
+        self.actions.append(Action(name=str(name), kwargs=copy.deepcopy(logged)))
+        if name == RESPOND_ACTION:
+            if not isinstance(kwargs, dict) or "content" not in kwargs:
+                return "Error: 'content'"
+            return ""
+        tool = self.domain.tools.get(name) if isinstance(name, str) else None
+        if tool is None:
+            return f"Unknown action {name}"
+        try:
+            # Arguments are copied so the DB never aliases the caller's objects (spec Q5).
+            result = tool(self.db, copy.deepcopy(kwargs))
+        except Exception as exc:
+            return f"Error: {exc}"
+        if result is None:
+            return Q7_OBSERVATION
+        return result if isinstance(result, str) else str(result)
+
+    def respond(self, content: str) -> None:
+        """Log a message the agent sent to the user (the outputs check reads these)."""
+        self.actions.append(Action(name=RESPOND_ACTION, kwargs={"content": content}))
+
+    def data_hash(self) -> str:
+        return self.db.data_hash()
+
+    def reward(self) -> Any:
+        """Score the episode as the original did (see `tau_bench.scoring`)."""
+        from tau_bench.scoring import compute_reward
+
+        if self.task is None:
+            raise ValueError("reward needs a task: pass one to Env(...) or reset(task)")
+        return compute_reward(self, self.task)

@@ -1,0 +1,63 @@
+"""Tasks: a user instruction, the ground-truth actions, and the outputs the agent must say."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+RESPOND_ACTION = "respond"
+
+
+class Action(BaseModel):
+    """A tool call or a `respond` (text to the user) as the benchmark records it."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    name: str
+    kwargs: dict[str, Any] = Field(default_factory=dict)
+
+
+class Task(BaseModel):
+    """One benchmark task. Extra keys (e.g. provenance of generated tasks) are kept."""
+
+    model_config = ConfigDict(extra="allow")
+
+    user_id: str
+    instruction: str
+    actions: list[Action] = Field(default_factory=list)
+    outputs: list[str] = Field(default_factory=list)
+    annotator: str | int | None = None
+
+
+class TaskFileError(ValueError):
+    """A tasks file that cannot be read as a list of tasks."""
+
+
+def load_tasks(path: Path) -> list[Task]:
+    """Read a tasks file: a JSON array of tasks, or JSON lines (one task per line)."""
+    try:
+        text = path.read_text(encoding="utf-8")
+    except OSError as exc:
+        raise TaskFileError(f"cannot read tasks file {path}: {exc.strerror}") from None
+    stripped = text.lstrip()
+    try:
+        if stripped.startswith("["):
+            raw = json.loads(text)
+        else:
+            raw = [json.loads(line) for line in text.splitlines() if line.strip()]
+    except json.JSONDecodeError as exc:
+        raise TaskFileError(f"{path}: not valid JSON ({exc.msg} at line {exc.lineno})") from None
+    if not isinstance(raw, list):
+        raise TaskFileError(f"{path}: expected a JSON array of tasks")
+    tasks = []
+    for i, item in enumerate(raw):
+        try:
+            tasks.append(Task.model_validate(item))
+        except ValidationError as exc:
+            first = exc.errors()[0]
+            where = ".".join(str(p) for p in first["loc"])
+            raise TaskFileError(f"{path}: task {i}: {where}: {first['msg']}") from None
+    return tasks

@@ -1,0 +1,48 @@
+"""Shared fixtures: the benchmark data directory and loaded domains.
+
+Tests read the data from TAU_BENCH_DATA (the make targets and .ci/run set it to
+../shared/datasets/tau-bench). Without it the suite fails loudly rather than skipping:
+conformance is core behaviour.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+
+os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
+
+
+def _data_dir() -> Path:
+    value = os.environ.get("TAU_BENCH_DATA")
+    if not value:
+        sibling = Path(__file__).resolve().parents[2] / "shared" / "datasets" / "tau-bench"
+        if sibling.is_dir():
+            return sibling
+        raise RuntimeError("set TAU_BENCH_DATA to a τ-bench data directory to run the tests")
+    return Path(value)
+
+
+DATA_DIR = _data_dir()
+CONFORMANCE_DIR = DATA_DIR / "conformance"
+
+
+@pytest.fixture(scope="session")
+def data_dir() -> Path:
+    return DATA_DIR
+
+
+@pytest.fixture(scope="session")
+def airline():
+    from tau_bench.domains import load_domain
+
+    return load_domain("airline", DATA_DIR)
+
+
+@pytest.fixture(scope="session")
+def retail():
+    from tau_bench.domains import load_domain
+
+    return load_domain("retail", DATA_DIR)
