@@ -21,26 +21,35 @@ app = typer.Typer(
     pretty_exceptions_enable=False,
 )
 
-# (module, attribute, command group name, help)
-_GROUPS = [
+# (module, attribute, name, help): an attribute `app` is a command group, any other
+# attribute a single command function. Modules must import heavy libraries lazily.
+_COMMANDS = [
+    ("tau_bench.cli.run_cmd", "run", "run", "Run agents on τ-bench tasks (the τ-bench run.py flags)."),
     ("tau_bench.cli.data_cmd", "app", "data", "Benchmark data: where it is, pull it."),
     ("tau_bench.cli.env_cmd", "app", "env", "Run domain tools by hand (debugging)."),
     ("tau_bench.cli.tasks_cmd", "app", "tasks", "Browse and verify benchmark tasks."),
     ("tau_bench.cli.bench_cmd", "app", "bench", "Performance benchmarks (print a table)."),
+    ("adapters.dialogflow.cli", "app", "dialogflow", "Dialogflow CX: emulator and provisioning."),
+    ("adapters.http.cli", "app", "http", "HTTP chatbot adapter: starter configs."),
+    ("adapters.http.tools_cli", "app", "tools", "Serve domain tools to agents that call them."),
 ]
 
 
 def _register() -> None:
     import importlib
 
-    for module_name, attr, name, help_text in _GROUPS:
+    for module_name, attr, name, help_text in _COMMANDS:
         try:
             module = importlib.import_module(module_name)
         except ModuleNotFoundError as exc:
             if exc.name == module_name:
                 continue
             raise
-        app.add_typer(getattr(module, attr), name=name, help=help_text)
+        target = getattr(module, attr)
+        if isinstance(target, typer.Typer):
+            app.add_typer(target, name=name, help=help_text)
+        else:
+            app.command(name=name, help=help_text, context_settings={"allow_interspersed_args": True})(target)
 
 
 _register()

@@ -1,0 +1,183 @@
+"""The narrow contract between the episode loop and any agent.
+
+An agent - a local LLM strategy, a hosted Dialogflow CX agent, an HTTP chatbot - is an
+`AgentAdapter`: `start` a conversation, `send` it what the user said or what its tools
+returned, get back an `AgentTurn` (text for the user and/or tool calls, plus flags),
+`close` it. The loop (`tau_adapters.loop`) owns the conversation; adapters own only the
+wire protocol. Nothing here knows about τ-bench domains: tools are JSON schemas and
+observations are strings.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Protocol, runtime_checkable
+
+
+@dataclass
+class Usage:
+    """Tokens and cost of the model calls behind one turn (cost in USD, litellm's prices)."""
+
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+    cost: float = 0.0
+    calls: int = 0
+
+    def add(self, other: Usage | None) -> None:
+        if other is None:
+            return
+        self.prompt_tokens += other.prompt_tokens
+        self.completion_tokens += other.completion_tokens
+        self.cost += other.cost
+        self.calls += other.calls
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "prompt_tokens": self.prompt_tokens,
+            "completion_tokens": self.completion_tokens,
+            "cost": self.cost,
+            "calls": self.calls,
+        }
+
+
+@dataclass
+class ToolCall:
+    """A tool the agent wants run: `arguments` is the decoded JSON object it sent."""
+
+    id: str
+    name: str
+    arguments: Any
+    raw: Any = None
+
+
+@dataclass
+class ToolResult:
+    """What running a tool returned, for the call with id `call_id`."""
+
+    call_id: str
+    name: str
+    content: str
+    is_error: bool = False
+
+
+@dataclass
+class UserTurn:
+    """What the (simulated) user said."""
+
+    text: str
+
+
+@dataclass
+class ToolResults:
+    """Observations for tool calls of the agent's last turn, in call order.
+
+    With the loop's `max_tool_calls_per_turn` set, it may cover only a prefix of the
+    calls; an adapter must then act as if the remaining calls were never made.
+    """
+
+    results: list[ToolResult]
+
+
+AgentInput = UserTurn | ToolResults
+
+
+@dataclass
+class AgentTurn:
+    """The agent's answer to one `send`: messages for the user and/or tool calls."""
+
+    messages: list[str] = field(default_factory=list)
+    tool_calls: list[ToolCall] = field(default_factory=list)
+    end_conversation: bool = False
+    handoff: bool = False
+    raw: list[Any] = field(default_factory=list)
+    usage: Usage | None = None
+    extra: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def text(self) -> str:
+        return "\n".join(m for m in self.messages if m)
+
+
+@dataclass
+class SessionContext:
+    """Everything an adapter may use to open a conversation.
+
+    `tools` are OpenAI function schemas, `policy` is the domain policy (the system
+    prompt of local agents; hosted agents usually carry their own). `task` is the
+    benchmark task object: only the oracle baseline looks at it.
+    """
+
+    session_id: str
+    domain: str
+    tools: list[dict[str, Any]]
+    policy: str = ""
+    task_id: str | int | None = None
+    user_id: str | None = None
+    trial: int = 0
+    metadata: dict[str, Any] = field(default_factory=dict)
+    task: Any = None
+
+
+@runtime_checkable
+class AgentAdapter(Protocol):
+    """An agent the loop can talk to. One instance serves one conversation at a time."""
+
+    async def start(self, session: SessionContext) -> None: ...
+
+    async def send(self, turn: AgentInput) -> AgentTurn: ...
+
+    async def close(self) -> None: ...
+
+
+@runtime_checkable
+class UserSimulator(Protocol):
+    """The customer side of the conversation. `###STOP###` in a reply ends it."""
+
+    async def start(self, instruction: str) -> str: ...
+
+    async def reply(self, agent_message: str) -> str: ...
+
+    @property
+    def usage(self) -> Usage: ...
+
+
+@runtime_checkable
+class ToolExecutor(Protocol):
+    """Runs tools on the local DB. `execute` never raises: errors are observations."""
+
+    def execute(self, name: str, kwargs: Any) -> str: ...
+
+    def is_terminate(self, name: str) -> bool: ...
+
+    def respond(self, content: str) -> None: ...
+
+
+STOP_TOKEN = "###STOP###"
+
+
+class AdapterError(Exception):
+    """An adapter failed in a way the episode cannot recover from (typed in records)."""
+
+    kind = "adapter_error"
+
+    def __init__(self, message: str, *, retryable: bool = False) -> None:
+        super().__init__(message)
+        self.retryable = retryable
+
+
+class AdapterConfigError(AdapterError):
+    """Bad adapter configuration: fail fast, do not retry."""
+
+    kind = "config_error"
+
+
+class AdapterAuthError(AdapterError):
+    """The remote agent refused our credentials (401/403, UNAUTHENTICATED...)."""
+
+    kind = "auth_error"
+
+
+class AdapterProtocolError(AdapterError):
+    """The remote agent answered something we cannot interpret."""
+
+    kind = "protocol_error"

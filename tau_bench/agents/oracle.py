@@ -1,0 +1,85 @@
+"""The oracle baseline: plays the task's ground-truth actions, then states its outputs.
+
+A pipeline self-check: with any user simulator that lets it talk, it must score 1.0
+wherever the ground truth does. It issues the ground-truth tool calls one per turn, in
+order, then answers with the required outputs. A terminate tool in the ground truth is
+issued last, in the same turn as the outputs message.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from tau_adapters.protocol import (
+    AdapterConfigError,
+    AgentInput,
+    AgentTurn,
+    SessionContext,
+    ToolCall,
+)
+from tau_adapters.registry import AgentProvider, SimpleProvider
+
+RESPOND = "respond"
+
+
+def outputs_message(outputs: list[str]) -> str:
+    if not outputs:
+        return "Your request has been handled."
+    return "Here is what you asked for: " + "; ".join(outputs) + "."
+
+
+class OracleAgent:
+    """Replays `session.task.actions`; knows nothing else."""
+
+    def __init__(self) -> None:
+        self._phase = "new"
+        self._actions: list[Any] = []
+        self._outputs: list[str] = []
+        self._terminal: list[Any] = []
+        self._step = 0
+
+    async def start(self, session: SessionContext) -> None:
+        task = session.task
+        if task is None or not hasattr(task, "actions"):
+            raise AdapterConfigError("the oracle agent needs the task in the session context")
+        terminate = {"transfer_to_human_agents"} | set(session.metadata.get("terminate_tools", []))
+        actions = [a for a in task.actions if a.name != RESPOND]
+        self._actions = [a for a in actions if a.name not in terminate]
+        self._terminal = [a for a in actions if a.name in terminate]
+        self._outputs = list(getattr(task, "outputs", []) or [])
+        self._phase = "tools"
+
+    async def send(self, turn: AgentInput) -> AgentTurn:
+        if self._phase == "tools":
+            if self._actions:
+                action = self._actions.pop(0)
+                self._step += 1
+                return AgentTurn(
+                    tool_calls=[
+                        ToolCall(
+                            id=f"gt_{self._step}", name=action.name, arguments=dict(action.kwargs)
+                        )
+                    ]
+                )
+            self._phase = "answer"
+        if self._phase == "answer":
+            self._phase = "done"
+            message = outputs_message(self._outputs)
+            if self._terminal:
+                action = self._terminal[0]
+                return AgentTurn(
+                    messages=[message],
+                    tool_calls=[
+                        ToolCall(id="gt_terminal", name=action.name, arguments=dict(action.kwargs))
+                    ],
+                )
+            return AgentTurn(messages=[message])
+        return AgentTurn(messages=["Thank you, goodbye."], end_conversation=True)
+
+    async def close(self) -> None:
+        self._phase = "closed"
+
+
+def build(options: Mapping[str, Any]) -> AgentProvider:
+    return SimpleProvider(OracleAgent)
