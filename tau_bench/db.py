@@ -18,20 +18,17 @@ an episode touches only a handful of records. So:
 from __future__ import annotations
 
 import bisect
-import copy
 import hashlib
 import threading
 from collections.abc import Iterator, Mapping
 from typing import Any
 
-from tau_bench.hashing import consistent_hash
+from tau_bench.hashing import consistent_hash, copy_json, to_hashable
 
 _CHECKPOINT_EVERY = 32  # tokens between stored sha256 midstates
 
 
 def _piece(key: str, record: Any) -> str:
-    from tau_bench.hashing import to_hashable
-
     return repr((key, to_hashable(record)))
 
 
@@ -141,16 +138,16 @@ class _HashIndex:
         else:
             pieces: dict[str, list[str]] = {}
             for name in self.table_names:
-                recs = changed.get(name)
-                if not recs:
+                table_recs = changed.get(name)
+                if not table_recs:
                     pieces[name] = self.pieces[name]
                     continue
                 keys = list(self.sorted_keys[name])
-                for k in new_keys[name]:
+                for k in new_keys.get(name, []):
                     bisect.insort(keys, k)
                 base_pieces = dict(zip(self.sorted_keys[name], self.pieces[name], strict=True))
                 pieces[name] = [
-                    _piece(k, recs[k]) if k in recs else base_pieces[k] for k in keys
+                    _piece(k, table_recs[k]) if k in table_recs else base_pieces[k] for k in keys
                 ]
             tokens = _tokens(self.table_names, pieces)
             first = 0
@@ -195,9 +192,6 @@ class Table(Mapping[str, Any]):
             return self._overlay[key]
         except KeyError:
             return self._base[key]
-        except TypeError:
-            # unhashable key: raise the same TypeError the original's dict lookup raised
-            raise
 
     def __contains__(self, key: object) -> bool:
         return key in self._overlay or key in self._base
@@ -216,7 +210,7 @@ class Table(Mapping[str, Any]):
         try:
             return self._overlay[key]
         except KeyError:
-            rec = copy.deepcopy(self._base[key])
+            rec = copy_json(self._base[key])
             self._overlay[key] = rec
             return rec
 

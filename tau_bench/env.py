@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
-import copy
 from typing import Any
 
 from tau_bench.db import EpisodeDB
+from tau_bench.hashing import copy_json
 from tau_bench.domains import Domain
 from tau_bench.tasks import RESPOND_ACTION, Action, Task
 
@@ -45,7 +45,7 @@ class Env:
     def execute(self, name: str, kwargs: Any) -> str:
         """Run tool `name` with `kwargs`; the observation string, never an exception."""
         logged = kwargs if isinstance(kwargs, dict) else {"__invalid_kwargs__": kwargs}
-        self.actions.append(Action(name=str(name), kwargs=copy.deepcopy(logged)))
+        self.actions.append(Action(name=str(name), kwargs=copy_json(logged)))
         if name == RESPOND_ACTION:
             if not isinstance(kwargs, dict) or "content" not in kwargs:
                 return "Error: 'content'"
@@ -55,7 +55,7 @@ class Env:
             return f"Unknown action {name}"
         try:
             # Arguments are copied so the DB never aliases the caller's objects (spec Q5).
-            result = tool(self.db, copy.deepcopy(kwargs))
+            result = tool(self.db, copy_json(kwargs))
         except Exception as exc:
             return f"Error: {exc}"
         if result is None:

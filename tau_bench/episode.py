@@ -64,7 +64,11 @@ async def run_task(
 ) -> ScoredEpisode:
     """Run `task` with `adapter` and `user` and score it (no reward if it errored)."""
     env = env or Env(domain, task)
-    session = session or session_for(domain, task, task_id, trial)
+    # Adapters whose agent calls tools over the network (server-side tools) serve this Env.
+    if session is None:
+        session = session_for(domain, task, task_id, trial, metadata={"env": env})
+    else:
+        session.metadata.setdefault("env", env)
     result = await run_episode(
         adapter,
         env,

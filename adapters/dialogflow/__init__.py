@@ -1,0 +1,1 @@
+"""Dialogflow CX ("decibel") adapter, its local gRPC emulator, and agent provisioning."""

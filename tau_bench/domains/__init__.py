@@ -15,7 +15,10 @@ from tau_bench.domains.tool import Tool
 from tau_bench.tasks import Task, load_tasks
 
 DOMAIN_NAMES = ("airline", "retail")
-TABLES = {"airline": ("flights", "reservations", "users"), "retail": ("orders", "products", "users")}
+TABLES = {
+    "airline": ("flights", "reservations", "users"),
+    "retail": ("orders", "products", "users"),
+}
 SPLITS = {"airline": ("test",), "retail": ("test", "train", "dev")}
 TERMINATE_TOOLS = frozenset({"transfer_to_human_agents"})
 
@@ -69,9 +72,7 @@ def _read_json(path: Path) -> Any:
 def load_domain(name: str, data_dir: str | Path | None = None) -> Domain:
     """The domain `name`, loaded once per process and data directory."""
     if name not in DOMAIN_NAMES:
-        raise UnknownDomainError(
-            f"unknown env {name!r} (available: {', '.join(DOMAIN_NAMES)})"
-        )
+        raise UnknownDomainError(f"unknown env {name!r} (available: {', '.join(DOMAIN_NAMES)})")
     root = resolve_data_dir(data_dir).resolve()
     key = (name, root)
     with _lock:

@@ -1,0 +1,411 @@
+"""The Dialogflow CX ("decibel") adapter: a hosted playbook agent as an `AgentAdapter`.
+
+One episode is one Dialogflow session (`…/agents/A[/environments/E]/sessions/<episode id>`).
+A user turn is a DetectIntent with text; the agent's function-tool calls come back as
+`tool_call` response messages and are surfaced to the loop as `ToolCall`s, which runs them
+on the local τ-bench DB; each observation goes back in its own DetectIntent
+(`ToolCallResult`, echoing `tool` and `action`), because a request holds exactly one.
+Whatever those requests answer (more text, more tool calls, nothing) is accumulated into
+the one `AgentTurn` the loop gets back.
+
+Observations map to one shape: `output_parameters = {"result": "<observation>"}`, and
+observations the env marks as errors (`Error: …`, `Unknown action …`) become
+`ToolCallResult.error.message = "<observation>"`.
+
+The provider (`build(options)`, entry points `dialogflow-cx` and `decibel`) is shared by a
+run's episodes: clients, the tool-name map from ListTools, and the rate limiter.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from adapters.dialogflow.clients import Clients, make_clients
+from adapters.dialogflow.config import DialogflowConfig, load_config, session_id_for
+from adapters.dialogflow.responses import ParsedResponse, PendingToolCall, parse_response
+from adapters.dialogflow.retry import (
+    RetryLog,
+    RetryPolicy,
+    Sleep,
+    TokenBucket,
+    call_with_retries,
+)
+from adapters.dialogflow.structs import message_to_dict, struct_to_python
+from tau_adapters.protocol import (
+    AdapterError,
+    AdapterProtocolError,
+    AgentInput,
+    AgentTurn,
+    SessionContext,
+    ToolCall,
+    ToolResults,
+    UserTurn,
+)
+from tau_adapters.registry import AgentProvider
+
+NOT_EXECUTED = "Error: tool call not executed (the evaluation harness limits tool calls per turn)"
+LIST_PAGE_SIZE = 100
+TEXT_HINT_LENGTH = 256  # Dialogflow's documented text-input limit (ES; CX likely similar)
+
+
+def is_error_observation(text: str) -> bool:
+    """τ-bench's error observations (what `Env.execute` returns for failures)."""
+    return text.startswith("Error:") or text.startswith("Unknown action")
+
+
+def tool_call_result(call: PendingToolCall, content: str, is_error: bool) -> Any:
+    """The one documented shape of an observation sent back to Dialogflow."""
+    from google.cloud import dialogflowcx_v3beta1 as cx
+
+    if is_error or is_error_observation(content):
+        return cx.ToolCallResult(
+            tool=call.tool, action=call.action, error=cx.ToolCallResult.Error(message=content)
+        )
+    return cx.ToolCallResult(
+        tool=call.tool, action=call.action, output_parameters={"result": content}
+    )
+
+
+def _schemas(tools: list[dict[str, Any]]) -> dict[str, Any]:
+    """Function name -> parameters schema, from OpenAI-style tool schemas."""
+    out: dict[str, Any] = {}
+    for tool in tools or []:
+        fn = tool.get("function", tool) if isinstance(tool, Mapping) else None
+        if isinstance(fn, Mapping) and isinstance(fn.get("name"), str):
+            out[fn["name"]] = fn.get("parameters")
+    return out
+
+
+class DialogflowProvider:
+    """Shared by all episodes of a run: clients, tool names, rate limit, retry policy."""
+
+    def __init__(self, config: DialogflowConfig, *, sleep: Sleep = asyncio.sleep) -> None:
+        self.config = config
+        self.policy = RetryPolicy(
+            max_attempts=config.max_attempts,
+            initial=config.retry_initial,
+            maximum=config.retry_max,
+            ambiguous_retries=config.ambiguous_retries,
+        )
+        self.sleep = sleep
+        self.warnings: list[str] = []
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._clients: Clients | None = None
+        self._tool_names: dict[str, str] | None = None
+        self._lock: asyncio.Lock | None = None
+        self._bucket: TokenBucket | None = None
+
+    def new_adapter(self) -> DialogflowAdapter:
+        return DialogflowAdapter(self)
+
+    def _bind_loop(self) -> asyncio.Lock:
+        loop = asyncio.get_running_loop()
+        if self._loop is not loop or self._lock is None:
+            # aio channels and locks belong to one loop; a new loop gets new ones.
+            self._loop = loop
+            self._clients = None
+            self._lock = asyncio.Lock()
+            self._bucket = (
+                TokenBucket(self.config.rate_limit, sleep=self.sleep)
+                if self.config.rate_limit
+                else None
+            )
+        return self._lock
+
+    async def clients(self) -> Clients:
+        lock = self._bind_loop()
+        async with lock:
+            if self._clients is None:
+                self._clients = await make_clients(self.config)
+            return self._clients
+
+    async def throttle(self) -> None:
+        """Wait for the shared rate limit (if any) before one request."""
+        self._bind_loop()
+        if self._bucket is not None:
+            await self._bucket.acquire()
+
+    async def tool_names(self) -> dict[str, str]:
+        """Tool resource name -> function name (function tools, all pages), once per run."""
+        if self._tool_names is not None:
+            return self._tool_names
+        clients = await self.clients()
+        lock = self._bind_loop()
+        async with lock:
+            if self._tool_names is None:
+                self._tool_names = await self._list_tools(clients)
+            return self._tool_names
+
+    async def _list_tools(self, clients: Clients) -> dict[str, str]:
+        from google.cloud import dialogflowcx_v3beta1 as cx
+
+        names: dict[str, str] = {}
+        token = ""
+        while True:
+            request = cx.ListToolsRequest(
+                parent=self.config.agent_name, page_size=LIST_PAGE_SIZE, page_token=token
+            )
+
+            async def page(request: Any = request) -> Any:
+                return await clients.tools.list_tools(
+                    request=request, retry=None, timeout=self.config.timeout
+                )
+
+            try:
+                pager = await call_with_retries(
+                    page,
+                    self.policy,
+                    what="ListTools",
+                    sleep=self.sleep,
+                    before_attempt=self.throttle,
+                )
+            except AdapterError as exc:
+                if "PERMISSION_DENIED" in str(exc):
+                    # DetectIntent-only credentials: fall back to the calls' `action`.
+                    self.warnings.append(f"{exc}; tool calls are named by their action")
+                    return {}
+                raise
+            for tool in pager.tools:
+                if type(tool).pb(tool).WhichOneof("specification") == "function_spec":
+                    names[tool.name] = tool.display_name
+            token = pager.next_page_token
+            if not token:
+                return names
+
+    async def aclose(self) -> None:
+        clients, self._clients = self._clients, None
+        if clients is not None:
+            try:
+                running = asyncio.get_running_loop()
+            except RuntimeError:
+                running = None
+            if running is clients.loop:
+                await clients.close()
+
+
+@dataclass
+class _Accumulator:
+    """Everything the responses to one `send` said, merged into one AgentTurn."""
+
+    turn: AgentTurn = field(default_factory=AgentTurn)
+    latencies: list[float] = field(default_factory=list)
+    generative_info: list[dict[str, Any]] = field(default_factory=list)
+    other: list[dict[str, Any]] = field(default_factory=list)
+    retries: list[dict[str, Any]] = field(default_factory=list)
+    match_types: list[str] = field(default_factory=list)
+    conversation_success: bool = False
+    skipped_calls: int = 0
+
+    @property
+    def ended(self) -> bool:
+        return self.turn.end_conversation or self.turn.handoff
+
+    def finish(self, session_path: str) -> AgentTurn:
+        extra: dict[str, Any] = {
+            "dialogflow_session": session_path,
+            "requests": len(self.latencies),
+            "latencies": self.latencies,
+        }
+        if self.generative_info:
+            extra["generative_info"] = self.generative_info
+        if self.other:
+            extra["other_messages"] = [o["kind"] for o in self.other]
+        if self.retries:
+            extra["retries"] = self.retries
+            extra["ambiguous_retries"] = sum(1 for r in self.retries if r.get("ambiguous"))
+        if self.match_types:
+            extra["match_types"] = self.match_types
+        if self.conversation_success:
+            extra["conversation_success"] = True
+        if self.skipped_calls:
+            extra["calls_not_executed"] = self.skipped_calls
+        self.turn.extra = extra
+        return self.turn
+
+
+class DialogflowAdapter:
+    """One conversation with a Dialogflow CX agent (one session per `start`)."""
+
+    def __init__(self, provider: DialogflowProvider) -> None:
+        self.provider = provider
+        self.config = provider.config
+        self._session_path = ""
+        self._params: dict[str, Any] = {}
+        self._schemas: dict[str, Any] = {}
+        self._tool_names: dict[str, str] = {}
+        self._pending: dict[str, PendingToolCall] = {}
+        self._first = True
+        self._state = "new"
+        self._seq = 0
+
+    @property
+    def session_path(self) -> str:
+        return self._session_path
+
+    async def start(self, session: SessionContext) -> None:
+        await self.provider.clients()
+        self._tool_names = await self.provider.tool_names()
+        self._schemas = _schemas(session.tools)
+        self._session_path = self.config.session_path(session_id_for(session))
+        self._params = self.config.render_params(session)
+        self._pending = {}
+        self._first = True
+        self._seq = 0
+        self._state = "open"
+
+    async def send(self, turn: AgentInput) -> AgentTurn:
+        from google.cloud import dialogflowcx_v3beta1 as cx
+
+        if self._state != "open":
+            raise AdapterProtocolError(f"dialogflow: send() on a {self._state} conversation")
+        acc = _Accumulator()
+        lang = self.config.language_code
+        if isinstance(turn, UserTurn):
+            self._pending = {}
+            query = cx.QueryInput(text=cx.TextInput(text=turn.text), language_code=lang)
+            await self._exchange(query, acc)
+        elif isinstance(turn, ToolResults):
+            pending, self._pending = self._pending, {}
+            for result in turn.results:
+                call = pending.pop(result.call_id, None)
+                if call is None:
+                    raise AdapterProtocolError(
+                        f"dialogflow: result for unknown tool call {result.call_id!r}"
+                    )
+                answer = tool_call_result(call, result.content, result.is_error)
+                await self._exchange(
+                    cx.QueryInput(tool_call_result=answer, language_code=lang), acc
+                )
+                if acc.ended:
+                    break
+            # Calls the loop dropped (per-turn limit): tell the agent they did not run.
+            for call in pending.values() if not acc.ended else []:
+                acc.skipped_calls += 1
+                answer = tool_call_result(call, NOT_EXECUTED, True)
+                await self._exchange(
+                    cx.QueryInput(tool_call_result=answer, language_code=lang), acc
+                )
+                if acc.ended:
+                    break
+        else:
+            raise AdapterProtocolError(f"dialogflow: cannot send {type(turn).__name__}")
+        return acc.finish(self._session_path)
+
+    def _request(self, query: Any) -> Any:
+        from google.cloud import dialogflowcx_v3beta1 as cx
+        from google.protobuf import duration_pb2
+
+        params = cx.QueryParameters()
+        if self._first and self._params:
+            params.parameters = self._params
+        if self.config.session_ttl:
+            params.session_ttl = duration_pb2.Duration(seconds=self.config.session_ttl)
+        request = cx.DetectIntentRequest(
+            session=self._session_path, query_input=query, query_params=params
+        )
+        if self.config.response_view:
+            request.response_view = getattr(
+                cx.DetectIntentResponseView,
+                f"DETECT_INTENT_RESPONSE_VIEW_{self.config.response_view}",
+            )
+        return request
+
+    async def _exchange(self, query: Any, acc: _Accumulator) -> None:
+        clients = await self.provider.clients()
+        request = self._request(query)
+        log = RetryLog()
+
+        async def call() -> Any:
+            return await clients.sessions.detect_intent(
+                request=request, retry=None, timeout=self.config.timeout
+            )
+
+        started = time.perf_counter()
+        try:
+            response = await call_with_retries(
+                call,
+                self.provider.policy,
+                what="DetectIntent",
+                log=log,
+                sleep=self.provider.sleep,
+                before_attempt=self.provider.throttle,
+            )
+        except AdapterError as exc:
+            note = ""
+            if log.retries:
+                note = f" (after {log.attempts} attempts)"
+            text = query.text.text if "text" in query else ""
+            if "INVALID_ARGUMENT" in str(exc) and len(text) > TEXT_HINT_LENGTH:
+                note += (
+                    f" (the user message has {len(text)} characters; Dialogflow limits text input)"
+                )
+            if note:
+                exc.args = (f"{exc.args[0]}{note}",)
+            raise
+        latency = time.perf_counter() - started
+        self._first = False
+        parsed = parse_response(response)
+        acc.latencies.append(latency)
+        acc.retries.extend(log.retries)
+        acc.turn.raw.append(
+            {
+                "request": message_to_dict(request),
+                "response": message_to_dict(response),
+                "latency": latency,
+                "attempts": log.attempts,
+                **({"retries": log.retries} if log.retries else {}),
+            }
+        )
+        self._absorb(parsed, acc)
+
+    def _absorb(self, parsed: ParsedResponse, acc: _Accumulator) -> None:
+        turn = acc.turn
+        turn.messages.extend(parsed.texts)
+        for call in parsed.tool_calls:
+            self._seq += 1
+            name = self._function_name(call)
+            call_id = f"df_{self._seq}"
+            arguments = struct_to_python(call.input_parameters, self._schemas.get(name))
+            self._pending[call_id] = call
+            turn.tool_calls.append(
+                ToolCall(
+                    id=call_id,
+                    name=name,
+                    arguments=arguments,
+                    raw={"tool": call.tool, "action": call.action},
+                )
+            )
+        turn.end_conversation = turn.end_conversation or parsed.end_interaction
+        turn.handoff = turn.handoff or parsed.handoff
+        acc.conversation_success = acc.conversation_success or parsed.conversation_success
+        acc.other.extend(parsed.other)
+        if parsed.generative_info:
+            acc.generative_info.append(parsed.generative_info)
+        if parsed.match_type:
+            acc.match_types.append(parsed.match_type)
+
+    def _function_name(self, call: PendingToolCall) -> str:
+        """The domain function a Dialogflow tool call means: the ListTools display name
+        of its resource, else its action; a name the domain knows is preferred."""
+        mapped = self._tool_names.get(call.tool)
+        for candidate in (mapped, call.action):
+            if candidate and candidate in self._schemas:
+                return candidate
+        return mapped or call.action
+
+    async def close(self) -> None:
+        # Dialogflow sessions expire by themselves; nothing to release remotely.
+        self._pending = {}
+        self._state = "closed"
+
+
+def build(options: Mapping[str, Any]) -> AgentProvider:
+    """Entry point (`dialogflow-cx`, `decibel`): validate options, make the provider."""
+    return DialogflowProvider(load_config(options))
+
+
+__all__ = ["DialogflowAdapter", "DialogflowProvider", "build"]

@@ -1,0 +1,289 @@
+"""Adapter options: read, validate and normalise them once, before any network call.
+
+The runner hands `build(options)` a flat dict (keys with underscores, as the CLI flags
+`--agent-id`, `--session-param`...); adapter-specific keys may also sit in a nested
+`options["agent_options"]`, which wins. Everything that can be checked offline is checked
+here so a typo fails the run at once with one clear line, not after the first episode.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import string
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from tau_adapters.protocol import AdapterConfigError, SessionContext
+
+EMULATOR_ENV = "DIALOGFLOW_CX_EMULATOR_HOST"
+GLOBAL_ENDPOINT = "dialogflow.googleapis.com"
+TEMPLATE_FIELDS = frozenset({"task_id", "user_id", "trial", "session_id", "env", "task_split"})
+MAX_SESSION_ID = 36
+MAX_SESSION_TTL = 86400
+
+_AGENT_NAME = re.compile(r"^projects/([^/]+)/locations/([^/]+)/agents/([^/]+)$")
+_ID = re.compile(r"^[A-Za-z0-9_.:-]+$")
+_SESSION_ID = re.compile(r"^[A-Za-z0-9_-]+$")
+_VIEWS = {"default": "", "basic": "BASIC", "full": "FULL"}
+
+
+@dataclass(frozen=True)
+class DialogflowConfig:
+    """Where the agent lives, how to reach it, and how hard to try."""
+
+    project_id: str
+    location: str
+    agent_id: str
+    environment: str | None = None
+    language_code: str = "en"
+    credentials_file: str | None = None
+    api_endpoint: str = GLOBAL_ENDPOINT
+    emulator: str | None = None
+    session_params: tuple[tuple[str, str], ...] = ()
+    session_ttl: int | None = None
+    timeout: float = 60.0
+    max_attempts: int = 6
+    retry_initial: float = 1.0
+    retry_max: float = 32.0
+    ambiguous_retries: int = 1
+    rate_limit: float | None = None
+    response_view: str = ""
+    quota_project_id: str | None = None
+    task_params: bool = False
+    default_split: str = "test"
+    extra: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def agent_name(self) -> str:
+        return f"projects/{self.project_id}/locations/{self.location}/agents/{self.agent_id}"
+
+    def session_path(self, session_id: str) -> str:
+        """`…/agents/A/sessions/S` (draft) or `…/agents/A/environments/E/sessions/S`."""
+        base = self.agent_name
+        if self.environment:
+            base = f"{base}/environments/{self.environment}"
+        return f"{base}/sessions/{session_id}"
+
+    def render_params(self, session: SessionContext) -> dict[str, Any]:
+        """Session parameters for the first turn: `--session-param` templates, plus the
+        benchmark context (`env`, `task_id`, `task_split`, `user_id`, `trial`) when
+        `task_params` is on (always with the emulator, which looks the task up)."""
+        values = template_values(session, self.default_split)
+        params: dict[str, Any] = {}
+        if self.task_params:
+            params.update(
+                {
+                    "env": session.domain,
+                    "task_split": values["task_split"],
+                    "trial": session.trial,
+                }
+            )
+            if session.task_id is not None:
+                params["task_id"] = session.task_id
+            if session.user_id:
+                params["user_id"] = session.user_id
+        for key, template in self.session_params:
+            params[key] = string.Formatter().vformat(template, (), values)
+        return params
+
+
+def template_values(session: SessionContext, default_split: str = "test") -> dict[str, Any]:
+    split = session.metadata.get("task_split") or session.metadata.get("split") or default_split
+    return {
+        "task_id": "" if session.task_id is None else session.task_id,
+        "user_id": session.user_id or "",
+        "trial": session.trial,
+        "session_id": session.session_id,
+        "env": session.domain,
+        "task_split": split,
+    }
+
+
+def _merged(options: Mapping[str, Any]) -> dict[str, Any]:
+    merged = {k: v for k, v in options.items() if k != "agent_options"}
+    nested = options.get("agent_options")
+    if isinstance(nested, Mapping):
+        merged.update({str(k).replace("-", "_"): v for k, v in nested.items()})
+    return merged
+
+
+def _text(opts: Mapping[str, Any], key: str) -> str | None:
+    value = opts.get(key)
+    if value is None:
+        return None
+    text = str(value).strip()
+    return text or None
+
+
+def _number(opts: Mapping[str, Any], key: str, default: float, *, minimum: float = 0.0) -> float:
+    value = opts.get(key)
+    if value is None or value == "":
+        return default
+    try:
+        number = float(value)
+    except (TypeError, ValueError):
+        raise AdapterConfigError(f"dialogflow: {key} must be a number, got {value!r}") from None
+    if number < minimum:
+        raise AdapterConfigError(f"dialogflow: {key} must be >= {minimum:g}, got {value!r}")
+    return number
+
+
+def _bool(value: Any) -> bool:
+    if isinstance(value, str):
+        return value.strip().lower() in {"1", "true", "yes", "on"}
+    return bool(value)
+
+
+def parse_session_params(raw: Any) -> tuple[tuple[str, str], ...]:
+    """`["KEY=TEMPLATE", ...]` (or a mapping) checked against the known placeholders."""
+    if raw is None or raw == "":
+        return ()
+    if isinstance(raw, Mapping):
+        items = [(str(k), str(v)) for k, v in raw.items()]
+    else:
+        entries = [raw] if isinstance(raw, str) else list(raw)
+        items = []
+        for entry in entries:
+            key, sep, template = str(entry).partition("=")
+            if not sep or not key.strip():
+                raise AdapterConfigError(
+                    f"dialogflow: --session-param expects KEY=TEMPLATE, got {entry!r}"
+                )
+            items.append((key.strip(), template))
+    for key, template in items:
+        try:
+            fields = [name for _, name, _, _ in string.Formatter().parse(template) if name]
+        except ValueError as exc:
+            raise AdapterConfigError(
+                f"dialogflow: session param {key}: bad template {template!r} ({exc})"
+            ) from None
+        unknown = sorted({f for f in fields if f not in TEMPLATE_FIELDS})
+        if unknown:
+            raise AdapterConfigError(
+                f"dialogflow: session param {key}: unknown placeholder {{{unknown[0]}}} "
+                f"(known: {', '.join('{' + f + '}' for f in sorted(TEMPLATE_FIELDS))})"
+            )
+    return tuple(items)
+
+
+def _agent(opts: Mapping[str, Any]) -> tuple[str, str, str]:
+    agent = _text(opts, "agent_id")
+    project = _text(opts, "project_id")
+    location = _text(opts, "location")
+    if not agent:
+        raise AdapterConfigError(
+            "dialogflow: missing agent id: pass --agent-id (the agent's id or its full name "
+            "projects/P/locations/L/agents/A)"
+        )
+    match = _AGENT_NAME.match(agent)
+    if match:
+        p, loc, a = match.groups()
+        if project and project != p:
+            raise AdapterConfigError(
+                f"dialogflow: --project-id {project!r} does not match the agent name's project {p!r}"
+            )
+        if location and location != loc:
+            raise AdapterConfigError(
+                f"dialogflow: --location {location!r} does not match the agent name's location {loc!r}"
+            )
+        return p, loc, a
+    if "/" in agent or not _ID.match(agent):
+        raise AdapterConfigError(
+            f"dialogflow: bad agent id {agent!r}: expected an id or projects/P/locations/L/agents/A"
+        )
+    if not project:
+        raise AdapterConfigError(
+            "dialogflow: missing project id: pass --project-id (or a full agent name as --agent-id)"
+        )
+    return project, location or "global", agent
+
+
+def endpoint_for(location: str) -> str:
+    """`global` agents live at the global endpoint; any other region at its own."""
+    if location == "global":
+        return GLOBAL_ENDPOINT
+    return f"{location}-{GLOBAL_ENDPOINT}"
+
+
+def load_config(options: Mapping[str, Any]) -> DialogflowConfig:
+    """Validate the adapter's options (AdapterConfigError on the first problem)."""
+    opts = _merged(options)
+    project, location, agent = _agent(opts)
+    for label, value in (("project id", project), ("location", location)):
+        if not _ID.match(value):
+            raise AdapterConfigError(f"dialogflow: bad {label} {value!r}")
+
+    environment = _text(opts, "environment")
+    if environment:
+        if environment.startswith("projects/"):
+            prefix = f"projects/{project}/locations/{location}/agents/{agent}/environments/"
+            if not environment.startswith(prefix):
+                raise AdapterConfigError(
+                    f"dialogflow: environment {environment!r} is not an environment of {agent!r}"
+                )
+            environment = environment[len(prefix) :]
+        if environment.lower() == "draft":
+            environment = None
+        elif not _ID.match(environment):
+            raise AdapterConfigError(f"dialogflow: bad environment id {environment!r}")
+
+    creds = _text(opts, "gcp_sa_file") or _text(opts, "credentials")
+    if creds and not Path(creds).expanduser().is_file():
+        raise AdapterConfigError(f"dialogflow: service-account file not found: {creds}")
+
+    emulator = _text(opts, "emulator") or _text(os.environ, EMULATOR_ENV)
+    endpoint = _text(opts, "api_endpoint") or endpoint_for(location)
+
+    ttl_raw = opts.get("session_ttl")
+    ttl = None
+    if ttl_raw not in (None, ""):
+        ttl = int(_number(opts, "session_ttl", 0, minimum=1))
+        if ttl > MAX_SESSION_TTL:
+            raise AdapterConfigError(
+                f"dialogflow: session_ttl is at most {MAX_SESSION_TTL} s (one day), got {ttl}"
+            )
+
+    view = str(opts.get("response_view") or "default").lower()
+    if view not in _VIEWS:
+        raise AdapterConfigError(
+            f"dialogflow: response_view must be one of {', '.join(_VIEWS)}, got {view!r}"
+        )
+    rate = _number(opts, "rate_limit", 0.0)
+    task_params = opts.get("task_params")
+    return DialogflowConfig(
+        project_id=project,
+        location=location,
+        agent_id=agent,
+        environment=environment,
+        language_code=_text(opts, "language_code") or "en",
+        credentials_file=str(Path(creds).expanduser()) if creds else None,
+        api_endpoint=endpoint,
+        emulator=emulator,
+        session_params=parse_session_params(
+            opts.get("session_param") or opts.get("session_params")
+        ),
+        session_ttl=ttl,
+        timeout=_number(opts, "timeout", 60.0, minimum=0.001),
+        max_attempts=max(1, int(_number(opts, "max_attempts", 6, minimum=1))),
+        retry_initial=_number(opts, "retry_initial", 1.0),
+        retry_max=_number(opts, "retry_max", 32.0),
+        ambiguous_retries=int(_number(opts, "ambiguous_retries", 1)),
+        rate_limit=rate or None,
+        response_view=_VIEWS[view],
+        quota_project_id=_text(opts, "quota_project_id"),
+        task_params=bool(emulator) if task_params in (None, "") else _bool(task_params),
+        default_split=_text(opts, "task_split") or "test",
+    )
+
+
+def session_id_for(session: SessionContext) -> str:
+    """The session id Dialogflow sees: the episode's id when it fits (≤ 36 characters)."""
+    sid = str(session.session_id)
+    if len(sid) <= MAX_SESSION_ID and _SESSION_ID.match(sid):
+        return sid
+    import hashlib
+
+    return hashlib.sha256(sid.encode()).hexdigest()[:MAX_SESSION_ID]

@@ -1,0 +1,188 @@
+"""The emulator's agents, tools and playbooks, in memory.
+
+Agents spring into existence on first use (any `projects/P/locations/L/agents/A`), each with
+a start playbook, as a newly created console agent has. With `preload` tool schemas,
+a new agent also gets one function tool per domain tool, so a rehearsal needs no
+provisioning step; without it, tools come from CreateTool (e.g. `tau dialogflow provision`).
+"""
+
+from __future__ import annotations
+
+import re
+import uuid
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from adapters.dialogflow.toolspec import tool_message
+
+START_PLAYBOOK_ID = "00000000-0000-0000-0000-000000000000"
+AGENT_RE = re.compile(r"^(projects/[^/]+/locations/[^/]+/agents/[^/]+)")
+
+
+class StoreError(Exception):
+    """A request the store refuses; `code` is a grpc.StatusCode name."""
+
+    def __init__(self, code: str, message: str) -> None:
+        super().__init__(message)
+        self.code = code
+
+
+def agent_of(name: str) -> str:
+    match = AGENT_RE.match(name or "")
+    if not match:
+        raise StoreError("INVALID_ARGUMENT", f"not an agent resource name: {name!r}")
+    return match.group(1)
+
+
+def copy_message(message: Any) -> Any:
+    cls = type(message)
+    return cls.deserialize(cls.serialize(message))
+
+
+@dataclass
+class AgentRecord:
+    name: str
+    tools: dict[str, Any] = field(default_factory=dict)
+    playbooks: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def start_playbook(self) -> str:
+        return f"{self.name}/playbooks/{START_PLAYBOOK_ID}"
+
+    def tool_for_function(self, function: str) -> str | None:
+        for name, tool in self.tools.items():
+            if tool.display_name == function and "function_spec" in tool:
+                return name
+        return None
+
+    def message(self) -> Any:
+        from google.cloud import dialogflowcx_v3beta1 as cx
+
+        return cx.Agent(
+            name=self.name,
+            display_name="tau-bench emulated agent",
+            default_language_code="en",
+            time_zone="America/New_York",
+            start_playbook=self.start_playbook,
+        )
+
+
+class Store:
+    def __init__(self, preload: Iterable[Mapping[str, Any]] = ()) -> None:
+        self.preload = list(preload)
+        self.agents: dict[str, AgentRecord] = {}
+
+    def agent(self, name: str) -> AgentRecord:
+        """The agent `name` (or the agent owning resource `name`), created on first use."""
+        from google.cloud import dialogflowcx_v3beta1 as cx
+
+        key = agent_of(name)
+        record = self.agents.get(key)
+        if record is None:
+            record = AgentRecord(key)
+            start = cx.Playbook(
+                name=record.start_playbook,
+                display_name="Default Generative Agent",
+                goal="Help the customer.",
+                playbook_type=cx.Playbook.PlaybookType.TASK,
+            )
+            record.playbooks[start.name] = start
+            for schema in self.preload:
+                self._add_tool(record, tool_message(schema))
+            self.agents[key] = record
+        return record
+
+    def _add_tool(self, record: AgentRecord, tool: Any) -> Any:
+        from google.cloud import dialogflowcx_v3beta1 as cx
+
+        stored = copy_message(tool)
+        stored.name = f"{record.name}/tools/{uuid.uuid4()}"
+        stored.tool_type = cx.Tool.ToolType.CUSTOMIZED_TOOL
+        record.tools[stored.name] = stored
+        return copy_message(stored)
+
+    # Tools -----------------------------------------------------------------------------
+    def create_tool(self, parent: str, tool: Any) -> Any:
+        record = self.agent(parent)
+        if not tool.display_name:
+            raise StoreError("INVALID_ARGUMENT", "tool.display_name is required")
+        if any(t.display_name == tool.display_name for t in record.tools.values()):
+            raise StoreError("ALREADY_EXISTS", f"a tool named {tool.display_name!r} already exists")
+        return self._add_tool(record, tool)
+
+    def get(self, kind: str, name: str) -> Any:
+        record = self.agent(name)
+        table = record.tools if kind == "tool" else record.playbooks
+        if name not in table:
+            raise StoreError("NOT_FOUND", f"{kind} {name} not found")
+        return copy_message(table[name])
+
+    def update(self, kind: str, message: Any, paths: list[str]) -> Any:
+        record = self.agent(message.name)
+        table = record.tools if kind == "tool" else record.playbooks
+        current = table.get(message.name)
+        if current is None:
+            raise StoreError("NOT_FOUND", f"{kind} {message.name} not found")
+        renamed = message.display_name and message.display_name != current.display_name
+        taken = any(m.display_name == message.display_name for m in table.values())
+        if renamed and taken and (not paths or "display_name" in paths):
+            raise StoreError(
+                "ALREADY_EXISTS", f"a {kind} named {message.display_name!r} already exists"
+            )
+        updated = copy_message(current)
+        if paths:
+            from google.protobuf import field_mask_pb2
+
+            mask = field_mask_pb2.FieldMask(paths=paths)
+            try:
+                mask.MergeMessage(
+                    type(message).pb(message),
+                    type(updated).pb(updated),
+                    replace_message_field=True,
+                    replace_repeated_field=True,
+                )
+            except ValueError as exc:
+                raise StoreError("INVALID_ARGUMENT", f"bad update_mask: {exc}") from None
+        else:
+            updated = copy_message(message)
+            updated.name = current.name
+            if kind == "tool":
+                updated.tool_type = current.tool_type
+        table[current.name] = updated
+        return copy_message(updated)
+
+    def delete(self, kind: str, name: str) -> None:
+        record = self.agent(name)
+        table = record.tools if kind == "tool" else record.playbooks
+        if name not in table:
+            raise StoreError("NOT_FOUND", f"{kind} {name} not found")
+        if kind == "playbook" and name == record.start_playbook:
+            raise StoreError("FAILED_PRECONDITION", "the start playbook cannot be deleted")
+        del table[name]
+
+    # Playbooks -------------------------------------------------------------------------
+    def create_playbook(self, parent: str, playbook: Any) -> Any:
+        record = self.agent(parent)
+        if not playbook.display_name:
+            raise StoreError("INVALID_ARGUMENT", "playbook.display_name is required")
+        if any(p.display_name == playbook.display_name for p in record.playbooks.values()):
+            raise StoreError(
+                "ALREADY_EXISTS", f"a playbook named {playbook.display_name!r} already exists"
+            )
+        stored = copy_message(playbook)
+        stored.name = f"{record.name}/playbooks/{uuid.uuid4()}"
+        record.playbooks[stored.name] = stored
+        return copy_message(stored)
+
+    def page(self, kind: str, parent: str, size: int, token: str) -> tuple[list[Any], str]:
+        """One page of tools or playbooks; the token is the offset of the next page."""
+        record = self.agent(parent)
+        items = list((record.tools if kind == "tool" else record.playbooks).values())
+        try:
+            start = int(token) if token else 0
+        except ValueError:
+            raise StoreError("INVALID_ARGUMENT", f"bad page_token {token!r}") from None
+        chunk = items[start : start + size]
+        following = start + size
+        return [copy_message(m) for m in chunk], str(following) if following < len(items) else ""

@@ -1,0 +1,240 @@
+"""Provision a Dialogflow CX agent for a τ-bench domain: function tools + a playbook.
+
+Idempotent: it lists what the agent has, creates what is missing and updates only the
+fields that differ (with an update mask), so a second run changes nothing. The playbook
+is the agent's start playbook unless a display name is given, in which case that
+playbook is created or updated; its guidelines are the domain policy and its steps
+reference every tool as `${TOOL: name}`. With `dry_run` nothing is written: the plan
+(the requests that would be sent) is returned for printing.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from adapters.dialogflow.clients import Clients
+from adapters.dialogflow.config import DialogflowConfig
+from adapters.dialogflow.retry import RetryPolicy, call_with_retries
+from adapters.dialogflow.structs import message_to_dict
+from adapters.dialogflow.toolspec import function_of, tool_message
+
+TOOL_FIELDS = ("description", "function_spec")
+PLAYBOOK_FIELDS = ("display_name", "goal", "instruction", "referenced_tools")
+
+
+@dataclass
+class Step:
+    """One provisioning action and the request it sends (or would send)."""
+
+    action: str  # create_tool | update_tool | create_playbook | update_playbook
+    target: str
+    request: dict[str, Any]
+    fields: list[str] = field(default_factory=list)
+
+    def to_dict(self) -> dict[str, Any]:
+        out: dict[str, Any] = {"action": self.action, "target": self.target}
+        if self.fields:
+            out["fields"] = self.fields
+        out["request"] = self.request
+        return out
+
+
+@dataclass
+class Report:
+    steps: list[Step] = field(default_factory=list)
+    unchanged: list[str] = field(default_factory=list)
+    dry_run: bool = False
+
+    @property
+    def changed(self) -> bool:
+        return bool(self.steps)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "dry_run": self.dry_run,
+            "changes": [s.to_dict() for s in self.steps],
+            "unchanged": self.unchanged,
+        }
+
+
+def playbook_goal(env: str) -> str:
+    return (
+        f"Act as the {env} customer service agent of the τ-bench benchmark: help the user "
+        "with their request, following the policy and using the tools."
+    )
+
+
+def playbook_instruction(policy: str, schemas: Sequence[Mapping[str, Any]]) -> Any:
+    """Guidelines = the domain policy; steps reference each tool as `${TOOL: name}`."""
+    from google.cloud import dialogflowcx_v3beta1 as cx
+
+    tool_steps = [
+        cx.Playbook.Step(
+            text=f"${{TOOL: {fn['name']}}} {str(fn.get('description') or '').strip()}".strip()
+        )
+        for fn in (function_of(s) for s in schemas)
+    ]
+    steps = [
+        cx.Playbook.Step(text="Follow the policy in the guidelines for every request."),
+        cx.Playbook.Step(
+            text="Look information up with the tools instead of guessing; use these tools:",
+            steps=tool_steps,
+        ),
+        cx.Playbook.Step(text="Reply to the user in plain text, one step at a time."),
+    ]
+    return cx.Playbook.Instruction(guidelines=policy.strip(), steps=steps)
+
+
+def _differing(current: Any, desired: Any, names: tuple[str, ...]) -> list[str]:
+    """Fields of `desired` whose value differs from `current` (protobuf equality)."""
+    cur, des = type(current).pb(current), type(desired).pb(desired)
+    return [name for name in names if getattr(cur, name) != getattr(des, name)]
+
+
+class Provisioner:
+    """Brings one agent in line with one domain (see module doc)."""
+
+    def __init__(
+        self,
+        clients: Clients,
+        config: DialogflowConfig,
+        *,
+        policy: RetryPolicy | None = None,
+        log: Callable[[str], None] | None = None,
+    ) -> None:
+        self.clients = clients
+        self.config = config
+        self.policy = policy or RetryPolicy(
+            max_attempts=config.max_attempts, initial=config.retry_initial, maximum=config.retry_max
+        )
+        self.log = log or (lambda _msg: None)
+
+    async def _rpc(self, what: str, method: Callable[..., Any], request: Any) -> Any:
+        """One call with the adapter's retry rules (the library's own retry is off)."""
+
+        async def attempt() -> Any:
+            return await method(request=request, retry=None, timeout=self.config.timeout)
+
+        return await call_with_retries(attempt, self.policy, what=what)
+
+    async def _list(self, kind: str) -> list[Any]:
+        from google.cloud import dialogflowcx_v3beta1 as cx
+
+        items: list[Any] = []
+        token = ""
+        while True:
+            if kind == "tools":
+                request: Any = cx.ListToolsRequest(parent=self.config.agent_name, page_token=token)
+                page = await self._rpc("ListTools", self.clients.tools.list_tools, request)
+                items.extend(page.tools)
+            else:
+                request = cx.ListPlaybooksRequest(parent=self.config.agent_name, page_token=token)
+                page = await self._rpc(
+                    "ListPlaybooks", self.clients.playbooks.list_playbooks, request
+                )
+                items.extend(page.playbooks)
+            token = page.next_page_token
+            if not token:
+                return items
+
+    async def run(
+        self,
+        env: str,
+        schemas: Sequence[Mapping[str, Any]],
+        policy_text: str,
+        *,
+        playbook_name: str | None = None,
+        dry_run: bool = False,
+    ) -> Report:
+        from google.cloud import dialogflowcx_v3beta1 as cx
+
+        report = Report(dry_run=dry_run)
+        agent = await self._rpc(
+            "GetAgent",
+            self.clients.agents.get_agent,
+            cx.GetAgentRequest(name=self.config.agent_name),
+        )
+        existing = {t.display_name: t for t in await self._list("tools")}
+        tool_names: list[str] = []
+        for schema in schemas:
+            desired = tool_message(schema)
+            current = existing.get(desired.display_name)
+            if current is None:
+                request = cx.CreateToolRequest(parent=self.config.agent_name, tool=desired)
+                report.steps.append(
+                    Step("create_tool", desired.display_name, message_to_dict(request))
+                )
+                if dry_run:
+                    tool_names.append(f"<new tool {desired.display_name}>")
+                    continue
+                created = await self._rpc("CreateTool", self.clients.tools.create_tool, request)
+                self.log(f"created tool {desired.display_name}")
+                tool_names.append(created.name)
+                continue
+            tool_names.append(current.name)
+            fields = _differing(current, desired, TOOL_FIELDS)
+            if not fields:
+                report.unchanged.append(f"tool {desired.display_name}")
+                continue
+            desired.name = current.name
+            request = cx.UpdateToolRequest(tool=desired, update_mask={"paths": fields})
+            report.steps.append(
+                Step("update_tool", desired.display_name, message_to_dict(request), fields)
+            )
+            if not dry_run:
+                await self._rpc("UpdateTool", self.clients.tools.update_tool, request)
+                self.log(f"updated tool {desired.display_name} ({', '.join(fields)})")
+        await self._playbook(report, agent, env, schemas, policy_text, tool_names, playbook_name)
+        return report
+
+    async def _playbook(
+        self,
+        report: Report,
+        agent: Any,
+        env: str,
+        schemas: Sequence[Mapping[str, Any]],
+        policy_text: str,
+        tool_names: list[str],
+        playbook_name: str | None,
+    ) -> None:
+        from google.cloud import dialogflowcx_v3beta1 as cx
+
+        playbooks = await self._list("playbooks")
+        if playbook_name:
+            current = next((p for p in playbooks if p.display_name == playbook_name), None)
+        else:
+            current = next((p for p in playbooks if p.name == agent.start_playbook), None)
+            if current is None:
+                raise ValueError(
+                    f"agent {self.config.agent_name} has no start playbook; "
+                    "pass --playbook-name to create one"
+                )
+        desired = cx.Playbook(
+            display_name=playbook_name or (current.display_name if current is not None else ""),
+            goal=playbook_goal(env),
+            instruction=playbook_instruction(policy_text, schemas),
+            referenced_tools=sorted(tool_names),
+        )
+        if current is None:
+            request = cx.CreatePlaybookRequest(parent=self.config.agent_name, playbook=desired)
+            report.steps.append(
+                Step("create_playbook", desired.display_name, message_to_dict(request))
+            )
+            if not report.dry_run:
+                await self._rpc("CreatePlaybook", self.clients.playbooks.create_playbook, request)
+                self.log(f"created playbook {desired.display_name}")
+            return
+        fields = _differing(current, desired, PLAYBOOK_FIELDS)
+        if not fields:
+            report.unchanged.append(f"playbook {current.display_name}")
+            return
+        desired.name = current.name
+        request = cx.UpdatePlaybookRequest(playbook=desired, update_mask={"paths": fields})
+        report.steps.append(
+            Step("update_playbook", current.display_name, message_to_dict(request), fields)
+        )
+        if not report.dry_run:
+            await self._rpc("UpdatePlaybook", self.clients.playbooks.update_playbook, request)
+            self.log(f"updated playbook {current.display_name} ({', '.join(fields)})")

@@ -1,0 +1,396 @@
+"""The HTTP chatbot adapter: any bot a config file describes becomes an `AgentAdapter`.
+
+`build(options)` reads the config named by `options["http_config"]` (or
+`options["agent_options"]["http_config"]`; a path, or an already-parsed mapping) and
+returns an `HttpProvider`: one shared `httpx.AsyncClient` per event loop, and (in
+server-side-tools mode) one in-process tool server per run. Each episode gets an
+`HttpAdapter` that keeps the conversation's variables and OpenAI-form history, renders the
+config's templates, and maps replies to `AgentTurn`s.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import secrets
+import threading
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+import httpx
+import jmespath
+
+from adapters.http.config import BotConfig, ConfigError, LoadedConfig, RequestSpec, load_config
+from adapters.http.mapping import MappedReply, MappingError, map_reply
+from adapters.http.redact import Redactor
+from adapters.http.templates import render_string
+from adapters.http.transport import Exchange, HttpTransport, Sleep, quote_payload
+from tau_adapters.protocol import (
+    AdapterConfigError,
+    AdapterProtocolError,
+    AgentInput,
+    AgentTurn,
+    SessionContext,
+    ToolResults,
+    Usage,
+    UserTurn,
+)
+from tau_adapters.registry import AgentProvider
+from tau_bench.cli.errors import UserError
+
+
+class HttpConfigError(AdapterConfigError, UserError):
+    """A bad HTTP bot config: an adapter config error the CLI shows as one line."""
+
+
+@dataclass
+class ToolServerHandle:
+    """The in-process tool server of a run (server-side tools mode)."""
+
+    store: Any
+    server: Any
+    token: str
+    url: str
+
+    def close(self) -> None:
+        self.server.stop()
+
+
+class HttpProvider:
+    """Built once per run: the config, shared HTTP clients, the tool server."""
+
+    def __init__(self, loaded: LoadedConfig, *, sleep: Sleep | None = None) -> None:
+        self.loaded = loaded
+        self.config: BotConfig = loaded.config
+        self.redactor = Redactor(loaded.secrets, max_chars=loaded.config.raw_max_chars)
+        self._sleep = sleep
+        self._clients: dict[asyncio.AbstractEventLoop, httpx.AsyncClient] = {}
+        self._tools: ToolServerHandle | None = None
+        self._lock = threading.Lock()
+
+    def new_adapter(self) -> HttpAdapter:
+        return HttpAdapter(self)
+
+    def transport(self) -> HttpTransport:
+        loop = asyncio.get_running_loop()
+        client = self._clients.get(loop)
+        if client is None or client.is_closed:
+            t = self.config.timeouts
+            client = httpx.AsyncClient(
+                timeout=httpx.Timeout(connect=t.connect, read=t.read, write=t.write, pool=t.pool),
+                follow_redirects=False,
+            )
+            self._clients[loop] = client
+        return HttpTransport(client, self.config, self.redactor, sleep=self._sleep)
+
+    def tool_server(self, domain: Any) -> ToolServerHandle:
+        """The run's tool server, started on first use (127.0.0.1, ephemeral port)."""
+        with self._lock:
+            if self._tools is None:
+                from adapters.http.toolserver import BackgroundServer, SessionStore, create_app
+
+                st = self.config.server_tools
+                token = secrets.token_urlsafe(32)
+                self.redactor.add(token)
+                store = SessionStore(domain, ttl=st.ttl)
+                server = BackgroundServer(
+                    create_app(store, token, server_url=st.public_url), st.host, st.port
+                )
+                url = server.start()
+                self._tools = ToolServerHandle(
+                    store=store, server=server, token=token, url=(st.public_url or url).rstrip("/")
+                )
+            return self._tools
+
+    def release_tool_session(self, session_id: str) -> None:
+        """Stop serving an episode's DB (the Env itself stays with the harness)."""
+        with self._lock:
+            tools = self._tools
+        if tools is not None:
+            tools.store.delete(session_id)
+
+    async def aclose(self) -> None:
+        clients, self._clients = list(self._clients.items()), {}
+        running = asyncio.get_running_loop()
+        for loop, client in clients:
+            if loop is running:
+                await client.aclose()
+        with self._lock:
+            tools, self._tools = self._tools, None
+        if tools is not None:
+            await asyncio.to_thread(tools.close)
+
+
+def _history_tool_calls(turn: AgentTurn) -> list[dict[str, Any]]:
+    out = []
+    for call in turn.tool_calls:
+        try:
+            arguments = json.dumps(call.arguments)
+        except (TypeError, ValueError):
+            arguments = json.dumps(str(call.arguments))
+        out.append(
+            {
+                "id": call.id,
+                "type": "function",
+                "function": {"name": call.name, "arguments": arguments},
+            }
+        )
+    return out
+
+
+class HttpAdapter:
+    """One conversation with the bot."""
+
+    def __init__(self, provider: HttpProvider) -> None:
+        self.provider = provider
+        self.config = provider.config
+        self._vars: dict[str, Any] = {}
+        self._history: list[dict[str, Any]] = []
+        self._pending: list[Exchange] = []
+        self._calls = 0
+        self._tool_session: str | None = None
+        self._transport: HttpTransport | None = None
+        self._started = False
+
+    # -- lifecycle ------------------------------------------------------------------
+
+    async def start(self, session: SessionContext) -> None:
+        cfg = self.config
+        self._transport = self.provider.transport()
+        self._history = []
+        self._pending = []
+        self._vars = {
+            "session_id": session.session_id,
+            "bot_session_id": session.session_id,
+            "domain": session.domain,
+            "task_id": session.task_id,
+            "user_id": session.user_id,
+            "trial": session.trial,
+            "turn": 0,
+            "message": None,
+            "history": self._history,
+            "messages": [],
+            "policy": session.policy,
+            "tools": session.tools,
+            "tool_results": None,
+            "tool_result": None,
+        }
+        for name in ("tool_server_url", "tool_session_id", "tool_session_url", "tool_token"):
+            self._vars[name] = None
+        self._vars["tool_mcp_url"] = self._vars["tool_openapi_url"] = None
+        if cfg.server_tools.enabled:
+            self._open_tool_session(session)
+        self._vars["bot_session_id"] = render_string(cfg.session.id, self._vars)
+        self._set_turn_vars()
+        try:
+            if cfg.session.start is not None:
+                await self._start_bot_session(cfg)
+        except BaseException:
+            # The loop only closes adapters whose start succeeded: clean up here.
+            self._release_tool_session()
+            raise
+        self._started = True
+
+    async def _start_bot_session(self, cfg: BotConfig) -> None:
+        assert cfg.session.start is not None
+        exchange = await self._call(cfg.session.start)
+        self._pending.append(exchange)
+        if cfg.session.id_path:
+            sid = jmespath.search(cfg.session.id_path, exchange.document)
+            if not isinstance(sid, str | int) or isinstance(sid, bool) or sid == "":
+                raise AdapterProtocolError(
+                    f"session start reply from {exchange.method} {exchange.url} has no session "
+                    f"id at session.id_path ({cfg.session.id_path!r}); payload: "
+                    f"{quote_payload(self.provider.redactor, exchange.document)}"
+                )
+            self._vars["bot_session_id"] = str(sid)
+
+    def _open_tool_session(self, session: SessionContext) -> None:
+        env = session.metadata.get("env")
+        if env is None or not hasattr(env, "execute"):
+            raise AdapterConfigError(
+                "server_tools needs the episode's Env in session.metadata['env'] "
+                "(tau_bench.episode.run_task puts it there)"
+            )
+        handle = self.provider.tool_server(env.domain)
+        tool_session = handle.store.register(env, task_id=session.task_id)
+        self._tool_session = tool_session.id
+        base = handle.url
+        self._vars.update(
+            tool_server_url=base,
+            tool_session_id=tool_session.id,
+            tool_session_url=f"{base}/sessions/{tool_session.id}",
+            tool_token=handle.token,
+            tool_mcp_url=f"{base}/mcp?session={tool_session.id}",
+            tool_openapi_url=f"{base}/openapi.json",
+        )
+
+    async def close(self) -> None:
+        if not self._started:
+            return
+        self._started = False
+        try:
+            end = self.config.session.end
+            if end is not None:
+                await self._call(end)
+        finally:
+            self._release_tool_session()
+
+    def _release_tool_session(self) -> None:
+        if self._tool_session is not None:
+            self.provider.release_tool_session(self._tool_session)
+            self._tool_session = None
+
+    # -- turns ----------------------------------------------------------------------
+
+    async def send(self, turn: AgentInput) -> AgentTurn:
+        exchanges: list[Exchange] = []
+        if isinstance(turn, UserTurn):
+            self._history.append({"role": "user", "content": turn.text})
+            self._set_turn_vars(message=turn.text, tool_results=None, tool_result=None)
+            exchanges.append(await self._call(self.config.message))
+        elif isinstance(turn, ToolResults):
+            items = self._record_tool_results(turn)
+            spec = self.config.tool_results_request()
+            if self.config.tool_results.mode == "each":
+                for item in items:
+                    self._set_turn_vars(message=None, tool_results=[item], tool_result=item)
+                    exchanges.append(await self._call(spec))
+            else:
+                self._set_turn_vars(message=None, tool_results=items, tool_result=None)
+                exchanges.append(await self._call(spec))
+        else:  # pragma: no cover - the loop sends nothing else
+            raise AdapterProtocolError(f"unexpected input {type(turn).__name__}")
+        reply = self._map(exchanges)
+        all_exchanges = [*self._pending, *exchanges]
+        self._pending = []
+        agent_turn = AgentTurn(
+            messages=reply.messages,
+            tool_calls=reply.tool_calls,
+            end_conversation=reply.end,
+            handoff=reply.handoff,
+            raw=[e.record for e in all_exchanges],
+            usage=self._usage(exchanges),
+            extra={
+                "latency": sum(e.latency for e in exchanges),
+                "http": [
+                    {
+                        "method": e.method,
+                        "url": e.url,
+                        "status": e.status,
+                        "latency": e.latency,
+                        "attempts": e.attempts,
+                    }
+                    for e in all_exchanges
+                ],
+            },
+        )
+        assistant: dict[str, Any] = {"role": "assistant", "content": agent_turn.text or None}
+        if agent_turn.tool_calls:
+            assistant["tool_calls"] = _history_tool_calls(agent_turn)
+        self._history.append(assistant)
+        return agent_turn
+
+    def _set_turn_vars(self, **values: Any) -> None:
+        """Variables for the next request(s); `turn` counts `send` calls (0 at start)."""
+        if values:
+            self._vars.update(values)
+            self._vars["turn"] = int(self._vars["turn"]) + 1
+        policy = self._vars["policy"]
+        system = [{"role": "system", "content": policy}] if policy else []
+        self._vars["messages"] = system + self._history
+
+    def _record_tool_results(self, turn: ToolResults) -> list[dict[str, Any]]:
+        answered = {r.call_id for r in turn.results}
+        # Calls the loop did not run (max_tool_calls_per_turn) were never made.
+        if self._history and self._history[-1].get("tool_calls"):
+            last = self._history[-1]
+            last["tool_calls"] = [c for c in last["tool_calls"] if c["id"] in answered]
+            if not last["tool_calls"]:
+                del last["tool_calls"]
+        items = []
+        for r in turn.results:
+            self._history.append({"role": "tool", "tool_call_id": r.call_id, "content": r.content})
+            items.append(
+                {
+                    "tool_call_id": r.call_id,
+                    "name": r.name,
+                    "content": r.content,
+                    "is_error": r.is_error,
+                }
+            )
+        return items
+
+    async def _call(self, spec: RequestSpec) -> Exchange:
+        assert self._transport is not None, "start() first"
+        return await self._transport.call(spec, self._vars)
+
+    def _map(self, exchanges: list[Exchange]) -> MappedReply:
+        merged = MappedReply()
+        mapping = self.config.response
+        for exchange in exchanges:
+            if exchange.document is None and len(exchanges) > 1:
+                continue
+            try:
+                reply = map_reply(exchange.document, mapping, counter=self._calls, allow_empty=True)
+            except MappingError as exc:
+                raise self._protocol_error(exchange, str(exc)) from None
+            self._calls += len(reply.tool_calls)
+            merged.messages += reply.messages
+            merged.tool_calls += reply.tool_calls
+            merged.end = merged.end or reply.end
+            merged.handoff = merged.handoff or reply.handoff
+        if not (merged.messages or merged.tool_calls or merged.end or merged.handoff):
+            raise self._protocol_error(
+                exchanges[-1],
+                "the reply holds no message and no tool call "
+                f"(response.messages={mapping.messages!r}, "
+                f"response.tool_calls={mapping.tool_calls!r})",
+            )
+        return merged
+
+    def _protocol_error(self, exchange: Exchange, reason: str) -> AdapterProtocolError:
+        payload = quote_payload(self.provider.redactor, exchange.document)
+        return AdapterProtocolError(
+            f"reply from {exchange.method} {exchange.url} does not match the response mapping: "
+            f"{reason}; payload: {payload}"
+        )
+
+    def _usage(self, exchanges: list[Exchange]) -> Usage | None:
+        spec = self.config.response.usage
+        if spec is None:
+            return None
+        usage = Usage()
+        for exchange in exchanges:
+            usage.calls += 1
+            for attr in ("prompt_tokens", "completion_tokens"):
+                expr = getattr(spec, attr)
+                value = jmespath.search(expr, exchange.document) if expr else None
+                if isinstance(value, int) and not isinstance(value, bool):
+                    setattr(usage, attr, getattr(usage, attr) + value)
+        return usage
+
+
+def _config_source(options: Mapping[str, Any]) -> Any:
+    source = options.get("http_config")
+    if not source:
+        nested = options.get("agent_options")
+        if isinstance(nested, Mapping):
+            source = nested.get("http_config")
+    return source
+
+
+def build(options: Mapping[str, Any]) -> AgentProvider:
+    """The `http` agent strategy: `options["http_config"]` names the bot's config."""
+    source = _config_source(options)
+    if not source:
+        raise HttpConfigError(
+            "the http agent needs a bot config: pass --http-config FILE "
+            "(see `tau http init --preset NAME`)"
+        )
+    try:
+        loaded = load_config(source)
+    except ConfigError as exc:
+        raise HttpConfigError(str(exc)) from None
+    return HttpProvider(loaded)

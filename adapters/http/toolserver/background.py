@@ -1,0 +1,108 @@
+"""Run an ASGI app with uvicorn on a background thread (ephemeral port by default).
+
+The socket is bound before the thread starts, so the port is known at once; `start`
+returns when uvicorn has finished its startup (lifespan included) and accepts requests.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import socket
+import threading
+import time
+from typing import Any
+
+import uvicorn
+
+
+class _Server(uvicorn.Server):
+    def __init__(self, config: uvicorn.Config) -> None:
+        super().__init__(config)
+        self.ready = threading.Event()
+
+    async def startup(self, sockets: list[socket.socket] | None = None) -> None:
+        await super().startup(sockets)
+        self.ready.set()
+
+
+class BackgroundServer:
+    """`start()` -> base URL; `stop()` shuts uvicorn down and joins the thread."""
+
+    def __init__(
+        self,
+        app: Any,
+        host: str = "127.0.0.1",
+        port: int = 0,
+        *,
+        startup_timeout: float = 30.0,
+        log_level: str = "warning",
+    ) -> None:
+        self.app = app
+        self.host = host
+        self.port = port
+        self.startup_timeout = startup_timeout
+        self.log_level = log_level
+        self._server: _Server | None = None
+        self._thread: threading.Thread | None = None
+        self._error: BaseException | None = None
+
+    @property
+    def url(self) -> str:
+        host = f"[{self.host}]" if ":" in self.host else self.host
+        return f"http://{host}:{self.port}"
+
+    def start(self) -> str:
+        if self._thread is not None:
+            return self.url
+        family = socket.AF_INET6 if ":" in self.host else socket.AF_INET
+        sock = socket.socket(family, socket.SOCK_STREAM)
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        sock.bind((self.host, self.port))
+        sock.listen(128)
+        self.port = sock.getsockname()[1]
+        config = uvicorn.Config(
+            self.app,
+            log_level=self.log_level,
+            lifespan="on",
+            timeout_graceful_shutdown=2,
+            access_log=False,
+        )
+        server = _Server(config)
+        self._server = server
+
+        def run() -> None:
+            try:
+                asyncio.run(server.serve(sockets=[sock]))
+            except BaseException as exc:  # surfaced by start()
+                self._error = exc
+            finally:
+                sock.close()
+
+        self._thread = threading.Thread(target=run, name=f"uvicorn:{self.port}", daemon=True)
+        self._thread.start()
+        deadline = time.monotonic() + self.startup_timeout
+        while not server.ready.wait(0.05):
+            if not self._thread.is_alive() or time.monotonic() > deadline:
+                server.should_exit = True
+                self._thread.join(5)
+                raise RuntimeError(f"server on {self.url} failed to start: {self._error!r}")
+        if server.should_exit:  # startup failed (e.g. the lifespan raised)
+            self.stop()
+            raise RuntimeError(f"server on {self.url} failed to start")
+        return self.url
+
+    def stop(self) -> None:
+        server, thread = self._server, self._thread
+        if server is None or thread is None:
+            return
+        server.should_exit = True
+        thread.join(10)
+        self._server = None
+        self._thread = None
+
+    def __enter__(self) -> BackgroundServer:
+        self.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()

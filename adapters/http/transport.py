@@ -1,0 +1,264 @@
+"""One configured HTTP call to the bot: render, send, retry, classify, record.
+
+429/503 (configurable) are retried honouring Retry-After; connection errors and timeouts
+are retried a bounded number of times; 401/403 fail at once (`AdapterAuthError`). Every
+call yields an `Exchange`: the parsed reply for the mapping, and a redacted record (request
+and response bodies, status, attempts, latency) for the trajectory.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import email.utils
+import json
+import random
+import time
+from collections.abc import Awaitable, Callable, Mapping
+from dataclasses import dataclass
+from typing import Any
+from urllib.parse import quote
+
+import httpx
+from tenacity import AsyncRetrying, RetryCallState, retry_if_exception, stop_after_attempt
+
+from adapters.http.config import BotConfig, RequestSpec
+from adapters.http.redact import Redactor
+from adapters.http.sse import as_document, read_events
+from adapters.http.templates import render, render_string
+from tau_adapters.protocol import AdapterAuthError, AdapterError, AdapterProtocolError
+
+Sleep = Callable[[float], Awaitable[None]]
+_QUOTE_LIMIT = 500
+
+
+@dataclass
+class Exchange:
+    """A finished call: `document` is the unredacted reply the mapping reads."""
+
+    method: str
+    url: str
+    status: int
+    document: Any
+    latency: float
+    attempts: int
+    record: dict[str, Any]
+
+
+class _RetryableStatus(Exception):
+    def __init__(self, status: int, retry_after: float | None, body: str) -> None:
+        super().__init__(f"HTTP {status}")
+        self.status = status
+        self.retry_after = retry_after
+        self.body = body
+
+
+def parse_retry_after(value: str | None) -> float | None:
+    """Seconds to wait from a Retry-After header (delta-seconds or an HTTP date)."""
+    if not value:
+        return None
+    value = value.strip()
+    try:
+        return max(0.0, float(value))
+    except ValueError:
+        pass
+    try:
+        when = email.utils.parsedate_to_datetime(value)
+    except (TypeError, ValueError):
+        return None
+    if when is None:
+        return None
+    return max(0.0, when.timestamp() - time.time())
+
+
+class HttpTransport:
+    """Sends `RequestSpec`s for one bot config; shares the caller's `httpx.AsyncClient`."""
+
+    def __init__(
+        self,
+        client: httpx.AsyncClient,
+        config: BotConfig,
+        redactor: Redactor,
+        *,
+        sleep: Sleep | None = None,
+    ) -> None:
+        self.client = client
+        self.config = config
+        self.redactor = redactor
+        self._sleep: Sleep = sleep or asyncio.sleep
+
+    # -- rendering -------------------------------------------------------------------
+
+    def url_for(self, spec: RequestSpec, variables: Mapping[str, Any]) -> str:
+        path = render_string(spec.path, variables, quote=lambda s: quote(s, safe=""))
+        if path.startswith(("http://", "https://")):
+            return path
+        if path and not path.startswith("/"):
+            path = "/" + path
+        return self.config.base_url + path
+
+    def _headers(self, spec: RequestSpec, variables: Mapping[str, Any]) -> dict[str, str]:
+        headers = {**self.config.headers, **spec.headers}
+        out = {k: render_string(v, variables) for k, v in headers.items()}
+        if spec.stream == "sse" and not any(k.lower() == "accept" for k in out):
+            out["Accept"] = "text/event-stream"
+        return out
+
+    # -- the call --------------------------------------------------------------------
+
+    async def call(self, spec: RequestSpec, variables: Mapping[str, Any]) -> Exchange:
+        url = self.url_for(spec, variables)
+        headers = self._headers(spec, variables)
+        params = {k: v for k, v in (render(spec.query, variables) or {}).items() if v is not None}
+        body = render(spec.body, variables) if spec.body is not None else None
+        shown_url = self.redactor.text(url)
+        retry = self.config.retry
+        attempts = 0
+        started = time.perf_counter()
+
+        def retryable(exc: BaseException) -> bool:
+            if isinstance(exc, _RetryableStatus):
+                return True
+            return retry.connection_errors and isinstance(exc, httpx.TransportError)
+
+        def wait(state: RetryCallState) -> float:
+            exc = state.outcome.exception() if state.outcome is not None else None
+            if isinstance(exc, _RetryableStatus) and exc.retry_after is not None:
+                return min(exc.retry_after, retry.retry_after_max)
+            base = min(retry.backoff_max, retry.backoff_initial * 2 ** (state.attempt_number - 1))
+            return base * (0.5 + random.random() / 2)
+
+        retrying = AsyncRetrying(
+            stop=stop_after_attempt(retry.max_attempts),
+            retry=retry_if_exception(retryable),
+            wait=wait,
+            sleep=self._sleep,
+            reraise=True,
+        )
+        try:
+            async for attempt in retrying:
+                with attempt:
+                    attempts += 1
+                    status, document, shown = await self._once(
+                        spec, url, shown_url, headers, params, body
+                    )
+        except _RetryableStatus as exc:
+            raise AdapterError(
+                f"HTTP bot answered {exc.status} to {spec.method} {shown_url} "
+                f"{attempts} times; giving up",
+                retryable=True,
+            ) from None
+        except httpx.TimeoutException as exc:
+            raise AdapterError(
+                f"HTTP bot timed out ({type(exc).__name__}) on {spec.method} {shown_url} "
+                f"after {attempts} attempts",
+                retryable=True,
+            ) from None
+        except httpx.TransportError as exc:
+            raise AdapterError(
+                f"cannot reach the HTTP bot at {spec.method} {shown_url} after {attempts} "
+                f"attempts: {type(exc).__name__}: {self.redactor.text(str(exc))}",
+                retryable=True,
+            ) from None
+        latency = time.perf_counter() - started
+        record: dict[str, Any] = {
+            "request": {
+                "method": spec.method,
+                "url": shown_url,
+                "headers": self.redactor.headers(headers),
+                "body": self.redactor.value(body),
+            },
+            "response": {"status": status, "body": self.redactor.value(shown)},
+            "latency": latency,
+            "attempts": attempts,
+        }
+        if params:
+            record["request"]["query"] = self.redactor.value(params)
+        return Exchange(spec.method, shown_url, status, document, latency, attempts, record)
+
+    async def _once(
+        self,
+        spec: RequestSpec,
+        url: str,
+        shown_url: str,
+        headers: dict[str, str],
+        params: dict[str, Any],
+        body: Any,
+    ) -> tuple[int, Any, Any]:
+        kwargs: dict[str, Any] = {"headers": headers}
+        if params:
+            kwargs["params"] = params
+        if body is not None:
+            kwargs["json"] = body
+        request = self.client.build_request(spec.method, url, **kwargs)
+        response = await self.client.send(request, stream=True)
+        try:
+            status = response.status_code
+            if status >= 400 or spec.stream != "sse":
+                await response.aread()
+                self._check_status(spec, shown_url, response)
+                if spec.stream == "none":
+                    return status, None, self._text(response)
+                document = self._json(spec, shown_url, response)
+                return status, document, document
+            self._check_status(spec, shown_url, response)
+            sse = self.config.response.sse
+            events = await read_events(response.aiter_lines(), done=sse.done)
+            document = as_document(events, wrap=sse.wrap)
+            return status, document, document
+        finally:
+            await response.aclose()
+
+    def _check_status(self, spec: RequestSpec, shown_url: str, response: httpx.Response) -> None:
+        status = response.status_code
+        if status < 400:
+            return
+        if status in (401, 403):
+            raise AdapterAuthError(
+                f"HTTP bot refused our credentials: {status} {response.reason_phrase} from "
+                f"{spec.method} {shown_url} (check the Authorization/API-key headers and the "
+                "environment variables they use)"
+            )
+        text = self._quote(self._text(response))
+        if status in self.config.retry.statuses:
+            raise _RetryableStatus(
+                status, parse_retry_after(response.headers.get("retry-after")), text
+            )
+        if status >= 500:
+            raise AdapterError(
+                f"HTTP bot failed: {status} {response.reason_phrase} from {spec.method} "
+                f"{shown_url}: {text}",
+                retryable=True,
+            )
+        raise AdapterProtocolError(
+            f"HTTP bot rejected the request: {status} {response.reason_phrase} from "
+            f"{spec.method} {shown_url}: {text}"
+        )
+
+    def _text(self, response: httpx.Response) -> str:
+        try:
+            return response.text
+        except (UnicodeDecodeError, LookupError):
+            return repr(response.content[:_QUOTE_LIMIT])
+
+    def _json(self, spec: RequestSpec, shown_url: str, response: httpx.Response) -> Any:
+        if not response.content.strip():
+            return None
+        try:
+            return response.json()
+        except ValueError:
+            raise AdapterProtocolError(
+                f"reply to {spec.method} {shown_url} is not JSON: "
+                f"{self._quote(self._text(response))}"
+            ) from None
+
+    def _quote(self, text: str) -> str:
+        return Redactor.truncate(self.redactor.text(text), _QUOTE_LIMIT)
+
+
+def quote_payload(redactor: Redactor, payload: Any) -> str:
+    """A short, redacted rendering of a payload for an error message."""
+    try:
+        text = json.dumps(payload, ensure_ascii=False, default=str)
+    except (TypeError, ValueError):
+        text = repr(payload)
+    return Redactor.truncate(redactor.text(text), _QUOTE_LIMIT)

@@ -1,0 +1,100 @@
+"""`tau data pull | path | verify`: the benchmark data directory."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import typer
+
+from tau_bench.cli.errors import fail
+
+app = typer.Typer(no_args_is_help=True, add_completion=False)
+
+
+@app.command()
+def pull(
+    dest: Path | None = typer.Option(
+        None, "--dest", help="Directory to fill (default: the per-user cache)."
+    ),
+    force: bool = typer.Option(
+        False, "--force", help="Download again and replace whatever is at the destination."
+    ),
+) -> None:
+    """Download the pinned upstream τ-bench data, verify every sha256, install it."""
+    from tau_bench.data.paths import DataDirError, cache_dir
+    from tau_bench.data.pull import load_pinned, pull_dataset, verify_files
+
+    target = (dest or cache_dir()).expanduser()
+    table = load_pinned()
+    if target.exists() and not force:
+        if target.is_dir() and all(check.ok for check in verify_files(target, table)):
+            print(f"already up to date: {target}", file=sys.stderr)
+            print(target)
+            return
+        if not target.is_dir() or any(target.iterdir()):
+            fail(
+                f"{target} exists and is not a complete τ-bench data directory of commit "
+                f"{table.commit[:12]}; pass --force to replace it"
+            )
+    try:
+        pull_dataset(target, table=table, commit=table.commit)
+    except DataDirError as exc:
+        fail(str(exc))
+    print(f"τ-bench data ({len(table.files)} files, verified) in {target}", file=sys.stderr)
+    print(target)
+
+
+@app.command()
+def path(
+    data_dir: Path | None = typer.Option(
+        None, "--data-dir", help="Use this directory instead of TAU_BENCH_DATA / the cache."
+    ),
+) -> None:
+    """Print the data directory in use (--data-dir, else TAU_BENCH_DATA, else the cache)."""
+    from tau_bench.data.paths import DataDirError, resolve_data_dir
+
+    try:
+        root = resolve_data_dir(data_dir, pull=False)
+    except DataDirError as exc:
+        fail(str(exc))
+    print(root)
+
+
+@app.command()
+def verify(
+    data_dir: Path | None = typer.Option(
+        None, "--data-dir", help="Use this directory instead of TAU_BENCH_DATA / the cache."
+    ),
+) -> None:
+    """Check every file of the data directory against the pinned sha256."""
+    from rich.console import Console
+    from rich.table import Table
+
+    from tau_bench.data.paths import DataDirError, resolve_data_dir
+    from tau_bench.data.pull import load_pinned, verify_files
+
+    try:
+        root = resolve_data_dir(data_dir, pull=False)
+    except DataDirError as exc:
+        fail(str(exc))
+    table = load_pinned()
+    checks = verify_files(root, table)
+
+    out = Table(title=f"{root} vs pinned commit {table.commit[:12]}")
+    out.add_column("file", no_wrap=True)
+    out.add_column("status", no_wrap=True)
+    out.add_column("sha256", no_wrap=True)
+    styles = {"ok": "green", "missing": "yellow", "mismatch": "bold red"}
+    for check in checks:
+        shown = check.expected[:16]
+        if check.status == "mismatch" and check.actual:
+            shown = f"{check.expected[:16]} ≠ {check.actual[:16]}"
+        out.add_row(check.path, f"[{styles[check.status]}]{check.status}[/]", shown)
+    Console(width=max(120, Console().width)).print(out)
+
+    bad = [c for c in checks if not c.ok]
+    if bad:
+        names = ", ".join(f"{c.path} ({c.status})" for c in bad[:5])
+        fail(f"{len(bad)} of {len(checks)} files do not match the pinned sha256: {names}")
+    print(f"all {len(checks)} files match the pinned sha256", file=sys.stderr)

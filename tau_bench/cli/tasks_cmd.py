@@ -1,0 +1,145 @@
+"""`tau tasks list/show/verify`: browse tasks and check that every one is solvable."""
+
+from __future__ import annotations
+
+import json
+import time
+from pathlib import Path
+
+import typer
+
+app = typer.Typer(no_args_is_help=True)
+
+ENV_OPT = typer.Option(..., "--env", help="Domain: airline or retail.")
+SPLIT_OPT = typer.Option("test", "--task-split", "--task_split", help="Task split.")
+DATA_OPT = typer.Option(None, "--data-dir", help="τ-bench data directory.")
+
+
+def _load(env: str, split: str, data_dir: Path | None, tasks_file: Path | None = None):  # type: ignore[no-untyped-def]
+    from tau_bench.domains import load_domain
+    from tau_bench.tasks import load_tasks
+
+    domain = load_domain(env, data_dir)
+    tasks = load_tasks(tasks_file) if tasks_file else domain.tasks(split)
+    return domain, tasks
+
+
+@app.command("list")
+def list_(
+    env: str = ENV_OPT,
+    task_split: str = SPLIT_OPT,
+    data_dir: Path | None = DATA_OPT,
+    width: int = typer.Option(90, help="Instruction preview width."),
+) -> None:
+    """One line per task: id, user, number of actions, outputs, instruction preview."""
+    from rich.console import Console
+    from rich.table import Table
+
+    _, tasks = _load(env, task_split, data_dir)
+    table = Table(title=f"{env} / {task_split}: {len(tasks)} tasks")
+    for col in ("id", "user", "actions", "outputs", "instruction"):
+        table.add_column(col, overflow="ellipsis", no_wrap=col != "instruction")
+    for i, t in enumerate(tasks):
+        preview = t.instruction if len(t.instruction) <= width else t.instruction[: width - 1] + "…"
+        table.add_row(str(i), t.user_id, str(len(t.actions)), ", ".join(t.outputs), preview)
+    Console().print(table)
+
+
+@app.command("show")
+def show(
+    task_id: int = typer.Argument(..., help="Task index in the split."),
+    env: str = ENV_OPT,
+    task_split: str = SPLIT_OPT,
+    data_dir: Path | None = DATA_OPT,
+    as_json: bool = typer.Option(False, "--json", help="Print the task as JSON."),
+) -> None:
+    """A task's instruction, ground-truth actions and required outputs."""
+    from rich.console import Console
+
+    from tau_bench.cli.errors import fail
+
+    _, tasks = _load(env, task_split, data_dir)
+    if not 0 <= task_id < len(tasks):
+        fail(f"task id {task_id} out of range (0..{len(tasks) - 1} in {env}/{task_split})")
+    task = tasks[task_id]
+    if as_json:
+        print(json.dumps(task.model_dump(), indent=2, ensure_ascii=False))
+        return
+    console = Console()
+    console.print(f"[bold]{env}/{task_split} task {task_id}[/bold]  user: {task.user_id}")
+    console.print(f"\n[bold]Instruction[/bold]\n{task.instruction}\n")
+    console.print(f"[bold]Ground-truth actions[/bold] ({len(task.actions)})")
+    for i, a in enumerate(task.actions):
+        console.print(f"  {i + 1}. {a.name}({json.dumps(a.kwargs, ensure_ascii=False)})", markup=False)
+    console.print(f"\n[bold]Required outputs[/bold]: {', '.join(task.outputs) or '(none)'}")
+
+
+@app.command("verify")
+def verify(
+    env: str = typer.Option(
+        ..., "--env", help="Domain(s): airline, retail, a comma-separated list, or all."
+    ),
+    task_split: str = SPLIT_OPT,
+    data_dir: Path | None = DATA_OPT,
+    tasks_file: Path | None = typer.Option(None, "--tasks-file", help="Verify tasks from a JSON file."),
+    show_all: bool = typer.Option(False, "--all", help="List every task, not only failures."),
+) -> None:
+    """Replay every task's ground truth as an agent; exit 0 only if all score 1.0."""
+    from rich.console import Console
+    from rich.table import Table
+
+    from tau_bench.cli.errors import fail
+    from tau_bench.domains import DOMAIN_NAMES
+    from tau_bench.verify import verify_tasks
+
+    envs = list(DOMAIN_NAMES) if env == "all" else [e.strip() for e in env.split(",") if e.strip()]
+    if tasks_file and len(envs) != 1:
+        fail("--tasks-file needs exactly one --env")
+    console = Console()
+    total = passed = 0
+    overall = time.perf_counter()
+    for name in envs:
+        started = time.perf_counter()
+        domain, tasks = _load(name, task_split, data_dir, tasks_file)
+        results = verify_tasks(domain, tasks)
+        elapsed = time.perf_counter() - started
+        failed = [r for r in results if r.reward.reward != 1.0]
+        total += len(results)
+        passed += len(results) - len(failed)
+        source = str(tasks_file) if tasks_file else f"{name}/{task_split}"
+        table = Table(title=f"Ground-truth verification: {source}")
+        for col in ("task", "actions", "error obs.", "outputs", "r_actions", "r_outputs", "reward"):
+            table.add_column(col, justify="left" if col == "outputs" else "right")
+        for r in results:
+            if not show_all and r.reward.reward == 1.0 and len(results) > 20:
+                continue
+            rr = r.reward
+            table.add_row(
+                str(r.task_id),
+                str(r.actions),
+                str(r.errors),
+                ", ".join(rr.outputs) or "-",
+                f"{rr.r_actions:.1f}",
+                "-" if rr.r_outputs is None else f"{rr.r_outputs:.1f}",
+                f"[green]{rr.reward:.1f}[/green]" if rr.reward == 1.0 else f"[red]{rr.reward:.1f}[/red]",
+            )
+        if table.row_count:
+            console.print(table)
+        status = "[green]OK[/green]" if not failed else f"[red]{len(failed)} FAILED[/red]"
+        console.print(
+            f"{source}: {len(results) - len(failed)}/{len(results)} tasks score 1.0 "
+            f"({elapsed:.2f} s) {status}"
+        )
+        for r in failed[:10]:
+            for d in r.reward.diff[:5]:
+                console.print(
+                    f"  task {r.task_id}: {d.table}[{d.record}].{d.path}: "
+                    f"agent={d.agent!r} expected={d.expected!r}",
+                    markup=False,
+                )
+    if len(envs) > 1:
+        console.print(
+            f"all: {passed}/{total} tasks score 1.0 ({time.perf_counter() - overall:.2f} s)"
+        )
+    if passed != total:
+        raise typer.Exit(1)

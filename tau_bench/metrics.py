@@ -1,0 +1,124 @@
+"""Run metrics: average reward, pass^k, cost, tokens, latency percentiles, errors.
+
+Pure functions over episode records. Errored episodes (infrastructure failures: an
+adapter crash, a provider outage after retries) are not scored: they are counted
+separately and kept out of the reward average and pass^k, whose denominator per task
+is the number of *scored* trials.
+"""
+
+from __future__ import annotations
+
+import math
+from collections import Counter
+from collections.abc import Iterable, Mapping, Sequence
+from typing import Any
+
+from tau_bench.results import EpisodeRecord, is_success
+
+
+def pass_hat_k(counts: Mapping[Any, tuple[int, int]], k: int) -> float | None:
+    """The τ-bench paper's pass^k: mean over tasks of C(c, k) / C(n, k).
+
+    `counts` maps a task to (c successes, n scored trials). Tasks with fewer than `k`
+    scored trials cannot say anything about k and are left out; None if none remain.
+    """
+    if k < 1:
+        raise ValueError("k must be at least 1")
+    eligible = [(c, n) for c, n in counts.values() if n >= k]
+    if not eligible:
+        return None
+    return sum(math.comb(c, k) / math.comb(n, k) for c, n in eligible) / len(eligible)
+
+
+def success_counts(records: Iterable[EpisodeRecord]) -> dict[Any, tuple[int, int]]:
+    """Per task: (successful scored trials, scored trials); errored ones are skipped."""
+    counts: dict[Any, list[int]] = {}
+    for r in records:
+        if r.is_error:
+            continue
+        entry = counts.setdefault(r.task_id, [0, 0])
+        entry[0] += 1 if is_success(r.reward) else 0
+        entry[1] += 1
+    return {task: (c, n) for task, (c, n) in counts.items()}
+
+
+def pass_hat_ks(records: Iterable[EpisodeRecord], num_trials: int) -> dict[int, float | None]:
+    counts = success_counts(records)
+    return {k: pass_hat_k(counts, k) for k in range(1, num_trials + 1)}
+
+
+def percentile(values: Sequence[float], q: float) -> float | None:
+    """The q-th percentile (0-100) with linear interpolation, as numpy's default."""
+    if not values:
+        return None
+    data = sorted(values)
+    pos = (len(data) - 1) * q / 100.0
+    lo, hi = math.floor(pos), math.ceil(pos)
+    return data[lo] + (data[hi] - data[lo]) * (pos - lo)
+
+
+def _spread(values: Sequence[float]) -> dict[str, Any]:
+    return {
+        "n": len(values),
+        "mean": sum(values) / len(values) if values else None,
+        "p50": percentile(values, 50),
+        "p95": percentile(values, 95),
+        "max": max(values) if values else None,
+    }
+
+
+def _usage_total(records: Sequence[EpisodeRecord], side: str) -> dict[str, Any]:
+    total = {"prompt_tokens": 0, "completion_tokens": 0, "cost": 0.0, "calls": 0}
+    for r in records:
+        usage = r.agent_usage if side == "agent" else r.user_usage
+        for key in total:
+            total[key] += usage.get(key, 0) or 0
+    return total
+
+
+def summarize(
+    records: Sequence[EpisodeRecord], num_trials: int, planned: int | None = None
+) -> dict[str, Any]:
+    """The run summary saved next to the results and printed as a table.
+
+    Costs and tokens include errored episodes (the money was spent); rewards,
+    pass^k and latency percentiles use scored episodes only.
+    """
+    scored = [r for r in records if not r.is_error]
+    errored = [r for r in records if r.is_error]
+    rewards = [r.reward or 0.0 for r in scored]
+    agent = _usage_total(records, "agent")
+    user = _usage_total(records, "user")
+    turn_latencies = [
+        float(t["latency"])
+        for r in scored
+        for t in r.turns
+        if t.get("role") == "agent" and t.get("latency") is not None
+    ]
+    return {
+        "episodes_planned": planned if planned is not None else len(records),
+        "episodes_done": len(records),
+        "episodes_scored": len(scored),
+        "episodes_missing": (planned - len(records)) if planned is not None else 0,
+        "errors": len(errored),
+        "error_kinds": dict(Counter((r.error or {}).get("kind", "unknown") for r in errored)),
+        "tasks": len({r.task_id for r in records}),
+        "num_trials": num_trials,
+        "avg_reward": sum(rewards) / len(rewards) if rewards else None,
+        "successes": sum(1 for r in scored if is_success(r.reward)),
+        "pass_hat_k": {str(k): v for k, v in pass_hat_ks(records, num_trials).items()},
+        "cost": {
+            "agent": agent["cost"],
+            "user": user["cost"],
+            "total": agent["cost"] + user["cost"],
+        },
+        "tokens": {
+            "agent": {k: agent[k] for k in ("prompt_tokens", "completion_tokens", "calls")},
+            "user": {k: user[k] for k in ("prompt_tokens", "completion_tokens", "calls")},
+        },
+        "latency": {
+            "agent_turn": _spread(turn_latencies),
+            "episode": _spread([r.duration for r in scored]),
+        },
+        "stop_reasons": dict(Counter(r.stop_reason for r in records)),
+    }

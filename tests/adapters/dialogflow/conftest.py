@@ -1,0 +1,87 @@
+"""Fixtures: an in-process emulator on an ephemeral 127.0.0.1 port, and providers for it."""
+
+from __future__ import annotations
+
+import asyncio
+import threading
+from collections.abc import AsyncIterator, Iterator
+from typing import Any
+
+import pytest
+
+from adapters.dialogflow.adapter import DialogflowProvider
+from adapters.dialogflow.config import load_config
+from adapters.dialogflow.emulator import Emulator
+
+FAST_RETRIES = {"retry_initial": 0.001, "retry_max": 0.005}
+
+
+def provider_for(address: str, **options: Any) -> DialogflowProvider:
+    opts = {"agent_id": "agent-1", "project_id": "proj", "emulator": address, **FAST_RETRIES}
+    opts.update(options)
+    return DialogflowProvider(load_config(opts))
+
+
+@pytest.fixture
+async def emulator() -> AsyncIterator[Emulator]:
+    emu = Emulator(env="airline")
+    await emu.start()
+    yield emu
+    await emu.stop()
+
+
+@pytest.fixture
+async def provider(emulator: Emulator) -> AsyncIterator[DialogflowProvider]:
+    prov = provider_for(emulator.address)
+    yield prov
+    await prov.aclose()
+
+
+class ThreadedEmulator:
+    """An emulator running in its own thread and loop, for synchronous callers (CLI)."""
+
+    def __init__(self, **kwargs: Any) -> None:
+        self.kwargs = kwargs
+        self.ready = threading.Event()
+        self.loop = asyncio.new_event_loop()
+        self.emulator: Emulator | None = None
+        self.error: BaseException | None = None
+        self._stop: asyncio.Event | None = None
+        self.thread = threading.Thread(target=self._run, daemon=True)
+
+    def _run(self) -> None:
+        asyncio.set_event_loop(self.loop)
+        self.loop.run_until_complete(self._main())
+
+    async def _main(self) -> None:
+        try:
+            self.emulator = Emulator(**self.kwargs)
+            await self.emulator.start()
+            self._stop = asyncio.Event()
+        except BaseException as exc:
+            self.error = exc
+            self.ready.set()
+            return
+        self.ready.set()
+        await self._stop.wait()
+        await self.emulator.stop()
+
+    def __enter__(self) -> Emulator:
+        self.thread.start()
+        self.ready.wait()
+        if self.error is not None:
+            raise self.error
+        assert self.emulator is not None
+        return self.emulator
+
+    def __exit__(self, *exc: Any) -> None:
+        assert self._stop is not None
+        self.loop.call_soon_threadsafe(self._stop.set)
+        self.thread.join()
+        self.loop.close()
+
+
+@pytest.fixture
+def threaded_emulator() -> Iterator[Emulator]:
+    with ThreadedEmulator(env="airline", preload_tools=False) as emu:
+        yield emu

@@ -1,0 +1,53 @@
+"""The four LLM strategies are found through the `tau_adapters` entry points."""
+
+from __future__ import annotations
+
+import pytest
+
+from tau_adapters.protocol import AdapterConfigError, AgentAdapter
+from tau_adapters.registry import available, build_provider
+from tau_bench.agents.act import ActAgent
+from tau_bench.agents.few_shot import FewShotAgent
+from tau_bench.agents.react import ReactAgent
+from tau_bench.agents.tool_calling import ToolCallingAgent
+
+STRATEGIES = {
+    "tool-calling": ToolCallingAgent,
+    "act": ActAgent,
+    "react": ReactAgent,
+    "few-shot": FewShotAgent,
+}
+
+RUN_OPTIONS = {
+    "model": "gpt-4o",
+    "model_provider": "openai",
+    "temperature": 0.5,
+    "api_base": "http://127.0.0.1:8000/v1",
+    "seed": 10,
+    "few_shot_displays_path": None,
+    "data_dir": None,
+    "env": "retail",
+    "user_strategy": "llm",
+    "max_concurrency": 4,
+}
+
+
+@pytest.mark.parametrize("name", sorted(STRATEGIES))
+def test_registered_and_built_from_run_options(name: str) -> None:
+    assert name in available()
+    adapter = build_provider(name, RUN_OPTIONS).new_adapter()
+    assert isinstance(adapter, AgentAdapter)
+    assert type(adapter) is STRATEGIES[name]
+    config = adapter.config  # type: ignore[attr-defined]
+    assert (config.model, config.provider, config.api_base) == (
+        "gpt-4o",
+        "openai",
+        "http://127.0.0.1:8000/v1",
+    )
+    assert (config.temperature, config.seed) == (0.5, 10)
+
+
+@pytest.mark.parametrize("name", sorted(STRATEGIES))
+def test_a_model_is_required(name: str) -> None:
+    with pytest.raises(AdapterConfigError, match="no model"):
+        build_provider(name, {"model": None, "env": "airline"})

@@ -1,0 +1,92 @@
+"""few-shot: the tool-calling agent with seeded example conversations in its prompt."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from tau_adapters.protocol import AdapterConfigError, SessionContext, UserTurn
+from tau_adapters.registry import build_provider
+from tau_bench.agents.few_shot import FewShotAgent, load_displays
+from tau_bench.episode import run_task
+from tau_bench.users import build_user
+from tests.tau_bench.agents.fake_llm import FakeLLM, Reply, Request
+from tests.tau_bench.agents.scenarios import TASK_ID, Task13
+
+
+def _examples_in(system: str, displays: list[str]) -> list[int]:
+    return [i for i, d in enumerate(displays) if d.strip() in system]
+
+
+async def test_episode_task13_with_dataset_examples(fake_llm: FakeLLM, airline, data_dir: Path) -> None:
+    brain = Task13()
+    fake_llm.brain = brain
+    provider = build_provider(
+        "few-shot",
+        {"model": "gemini/gemini-2.5-flash", "env": "airline", "data_dir": str(data_dir), "seed": 10},
+    )
+    user = build_user("llm", model="gemini/gemini-2.5-flash")
+    episode = await run_task(airline, airline.tasks()[TASK_ID], TASK_ID, provider.new_adapter(), user)
+
+    assert episode.result.error is None, episode.result.error
+    assert episode.reward_value == 1.0
+    assert [a.name for a in episode.env.actions][-1] == "transfer_to_human_agents"
+    displays = load_displays(data_dir / "airline" / "few_shot.jsonl")
+    agent_requests = [r for r in fake_llm.requests if r.tools]
+    shown = _examples_in(agent_requests[0].system, displays)
+    assert len(shown) == 5
+    assert agent_requests[0].system.startswith(airline.policy)
+    # The same episode in another run shows the same examples.
+    again = build_provider("few-shot", {"model": "m", "env": "airline", "seed": 10}).new_adapter()
+    assert isinstance(again, FewShotAgent)
+    prompt = again.system_prompt(SessionContext("x", "airline", [], policy="P", task_id=TASK_ID))
+    assert _examples_in(prompt, displays) == shown
+
+
+def test_examples_depend_on_seed_task_and_trial(airline, data_dir: Path) -> None:
+    provider = build_provider("few-shot", {"model": "m", "env": "airline", "num_few_shots": 3})
+    displays = load_displays(data_dir / "airline" / "few_shot.jsonl")
+
+    def shown(task_id: int, trial: int, seed: int | None = None) -> tuple[int, ...]:
+        p = provider
+        if seed is not None:
+            p = build_provider("few-shot", {"model": "m", "env": "airline", "num_few_shots": 3, "seed": seed})
+        agent = p.new_adapter()
+        assert isinstance(agent, FewShotAgent)
+        session = SessionContext("x", "airline", [], policy="P", task_id=task_id, trial=trial)
+        return tuple(_examples_in(agent.system_prompt(session), displays))
+
+    assert len(shown(1, 0)) == 3
+    assert shown(1, 0) == shown(1, 0)
+    samples = {shown(t, trial) for t in range(6) for trial in range(2)}
+    assert len(samples) > 1
+    assert {shown(1, 0, seed) for seed in range(6)} != {shown(1, 0)}
+
+
+async def test_explicit_displays_path(fake_llm: FakeLLM, tmp_path: Path) -> None:
+    path = tmp_path / "shots.jsonl"
+    lines = [{"messages_display": f"user: example number {i}\nassistant: ok"} for i in range(3)]
+    path.write_text("\n".join(json.dumps(line) for line in lines) + "\n", encoding="utf-8")
+
+    def brain(request: Request) -> Reply:
+        count = request.system.count("user: example number")
+        return Reply(text=f"I was shown {count} examples.")
+
+    fake_llm.brain = brain
+    agent = build_provider(
+        "few-shot", {"model": "openai/gpt-4o", "few_shot_displays_path": str(path), "num_few_shots": 10}
+    ).new_adapter()
+    await agent.start(SessionContext("s", "retail", [], policy="POLICY"))
+    turn = await agent.send(UserTurn("hi"))
+    assert turn.text == "I was shown 3 examples."
+
+
+@pytest.mark.parametrize("content", [None, "", "not json\n", '{"other": 1}\n'])
+def test_bad_displays_fail_at_build(tmp_path: Path, content: str | None) -> None:
+    path = tmp_path / "shots.jsonl"
+    if content is not None:
+        path.write_text(content, encoding="utf-8")
+    with pytest.raises(AdapterConfigError, match="shots.jsonl"):
+        build_provider("few-shot", {"model": "m", "few_shot_displays_path": str(path)})

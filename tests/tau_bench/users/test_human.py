@@ -1,0 +1,76 @@
+"""The human user: typed lines (a monkeypatched `input`) drive a real episode."""
+
+from __future__ import annotations
+
+import builtins
+import io
+
+import pytest
+from rich.console import Console
+
+from tau_adapters.protocol import STOP_TOKEN
+from tau_bench.agents.oracle import OracleAgent
+from tau_bench.episode import run_task
+from tau_bench.users import build_user
+from tau_bench.users.human import HumanUser
+from tau_bench.users.prompts import GREETING
+
+TASK_ID = 13
+
+
+def _typing(monkeypatch: pytest.MonkeyPatch, lines: list[str]) -> list[str]:
+    prompts: list[str] = []
+    queue = list(lines)
+
+    def fake_input(prompt: str = "") -> str:
+        prompts.append(prompt)
+        if not queue:
+            raise EOFError
+        return queue.pop(0)
+
+    monkeypatch.setattr(builtins, "input", fake_input)
+    return prompts
+
+
+async def test_human_drives_an_episode(monkeypatch: pytest.MonkeyPatch, airline) -> None:
+    prompts = _typing(monkeypatch, ["  I want to change reservation XEWRD9  ", "yes", "/stop"])
+    screen = io.StringIO()
+    user = build_user("human", console=Console(file=screen, width=200))
+    assert isinstance(user, HumanUser)
+    task = airline.tasks()[TASK_ID]
+
+    episode = await run_task(airline, task, TASK_ID, OracleAgent(), user)
+
+    assert episode.result.messages[1] == {
+        "role": "user",
+        "content": "I want to change reservation XEWRD9",
+    }
+    assert episode.result.stop_reason == "terminate_tool"
+    assert episode.reward_value == 1.0
+    shown = screen.getvalue()
+    assert task.instruction[:40] in shown and GREETING in shown
+    assert prompts == ["you: "]
+    assert user.usage.calls == 0
+
+
+async def test_stop_words_and_end_of_input(monkeypatch: pytest.MonkeyPatch) -> None:
+    _typing(monkeypatch, ["hello", "###STOP###", "/quit"])
+    user = HumanUser(console=Console(file=io.StringIO()))
+    assert await user.start("Be a customer.") == "hello"
+    assert await user.reply("How can I help?") == STOP_TOKEN
+    assert await user.reply("Still there?") == STOP_TOKEN
+    assert await user.reply("Hello?") == STOP_TOKEN  # no more input: EOF
+    screen = user.console.file.getvalue()  # type: ignore[attr-defined]
+    assert "agent: Still there?" in screen
+
+
+async def test_input_fn_option() -> None:
+    seen: list[str] = []
+
+    def reader(prompt: str) -> str:
+        seen.append(prompt)
+        return "typed"
+
+    user = build_user("human", input_fn=reader, console=Console(file=io.StringIO()))
+    assert await user.start("x") == "typed"
+    assert seen == ["you: "]
