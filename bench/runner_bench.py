@@ -161,19 +161,29 @@ class MockServer:
 
 
 class RawStack:
-    """A minimal agent and user posting straight to the mock server with one shared
-    httpx client: separates the runner's own overhead from the model client's."""
+    """A minimal agent and user posting straight to the mock server: separates the
+    runner's own overhead from the model client's.
 
-    def __init__(self, base: str) -> None:
+    Requests are spread over several small httpx clients: httpcore's pool scans every
+    connection on each request, so one client with hundreds of connections costs
+    O(connections) CPU per request (see docs/performance.md)."""
+
+    def __init__(self, base: str, clients: int = 32) -> None:
         import httpx
 
         self.url = f"{base}/v1/chat/completions"
-        self.client = httpx.AsyncClient(
-            timeout=60, limits=httpx.Limits(max_connections=None, max_keepalive_connections=1000)
-        )
+        self.clients = [
+            httpx.AsyncClient(timeout=60, limits=httpx.Limits(max_connections=None))
+            for _ in range(clients)
+        ]
+        self._next = 0
 
-    async def post(self, body: dict[str, Any]) -> dict[str, Any]:
-        response = await self.client.post(self.url, json=body)
+    def client(self) -> Any:
+        self._next += 1
+        return self.clients[self._next % len(self.clients)]
+
+    async def post(self, client: Any, body: dict[str, Any]) -> dict[str, Any]:
+        response = await client.post(self.url, json=body)
         response.raise_for_status()
         return dict(response.json()["choices"][0]["message"])
 
@@ -184,7 +194,8 @@ class RawStack:
 
         class Provider(SimpleProvider):
             async def aclose(self) -> None:
-                await stack.client.aclose()
+                for client in stack.clients:
+                    await client.aclose()
 
         return Provider(lambda: RawAgent(stack))
 
@@ -195,6 +206,7 @@ class RawStack:
 class RawAgent:
     def __init__(self, stack: RawStack) -> None:
         self.stack = stack
+        self.client = stack.client()
         self.messages: list[dict[str, Any]] = []
         self.tools: list[dict[str, Any]] = []
 
@@ -218,7 +230,7 @@ class RawAgent:
                     }
                 )
         body = {"model": "raw-agent", "messages": self.messages, "tools": self.tools}
-        message = await self.stack.post(body)
+        message = await self.stack.post(self.client, body)
         self.messages.append(message)
         calls = [
             ToolCall(c["id"], c["function"]["name"], json.loads(c["function"]["arguments"]))
@@ -236,6 +248,7 @@ class RawUser:
         from tau_adapters.protocol import Usage
 
         self.stack = stack
+        self.client = stack.client()
         self.messages: list[dict[str, Any]] = []
         self._usage = Usage()
 
@@ -249,7 +262,8 @@ class RawUser:
 
     async def reply(self, agent_message: str) -> str:
         self.messages.append({"role": "user", "content": agent_message})
-        message = await self.stack.post({"model": "raw-user", "messages": self.messages})
+        body = {"model": "raw-user", "messages": self.messages}
+        message = await self.stack.post(self.client, body)
         self.messages.append({"role": "assistant", "content": message["content"]})
         return str(message["content"])
 

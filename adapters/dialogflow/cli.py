@@ -7,13 +7,20 @@ import json
 import signal
 import sys
 from pathlib import Path
-from typing import Any
+from typing import Any, NoReturn
 
 import typer
 
-from tau_bench.cli.errors import fail
-
 app = typer.Typer(no_args_is_help=True, add_completion=False)
+
+
+def fail(message: str, code: int = 2) -> NoReturn:
+    """One line on stderr and a non-zero exit. SystemExit rather than typer.Exit: `tau`
+    runs the app with standalone_mode=False, where click turns typer.Exit into a return
+    value that the exit status then loses."""
+    print(f"error: {message}", file=sys.stderr)
+    raise SystemExit(code)
+
 
 _AGENT = "Agent"
 _CONN = "Connection"

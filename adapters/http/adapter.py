@@ -180,7 +180,7 @@ class HttpAdapter:
             self._vars[name] = None
         self._vars["tool_mcp_url"] = self._vars["tool_openapi_url"] = None
         if cfg.server_tools.enabled:
-            self._open_tool_session(session)
+            await self._open_tool_session(session)
         self._vars["bot_session_id"] = render_string(cfg.session.id, self._vars)
         self._set_turn_vars()
         try:
@@ -206,14 +206,15 @@ class HttpAdapter:
                 )
             self._vars["bot_session_id"] = str(sid)
 
-    def _open_tool_session(self, session: SessionContext) -> None:
+    async def _open_tool_session(self, session: SessionContext) -> None:
         env = session.metadata.get("env")
         if env is None or not hasattr(env, "execute"):
             raise AdapterConfigError(
                 "server_tools needs the episode's Env in session.metadata['env'] "
                 "(tau_bench.episode.run_task puts it there)"
             )
-        handle = self.provider.tool_server(env.domain)
+        # Starting the server (first episode only) blocks: keep it off the event loop.
+        handle = await asyncio.to_thread(self.provider.tool_server, env.domain)
         tool_session = handle.store.register(env, task_id=session.task_id)
         self._tool_session = tool_session.id
         base = handle.url

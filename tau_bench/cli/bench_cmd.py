@@ -31,7 +31,7 @@ def core(
 
     root = resolve_data_dir(data_dir)
     results = run(root, repeat)
-    console = Console()
+    console = Console(width=150)
     console.print(render(results))
     console.print(f"machine: {_machine()}")
     if json_out:

@@ -22,7 +22,7 @@ def _user_error_types() -> tuple[type[BaseException], ...]:
 
 def run_cli(app: typer.Typer) -> int:
     try:
-        app(standalone_mode=False)
+        outcome = app(standalone_mode=False)
     except SystemExit as exc:
         return int(exc.code or 0) if not isinstance(exc.code, str) else 1
     except KeyboardInterrupt:
@@ -43,7 +43,8 @@ def run_cli(app: typer.Typer) -> int:
             print(f"error: {exc}", file=sys.stderr)
             return 2
         raise
-    return 0
+    # Without standalone mode click returns typer.Exit's code instead of raising it.
+    return outcome if isinstance(outcome, int) else 0
 
 
 def fail(message: str, code: int = 2) -> Any:

@@ -164,3 +164,17 @@ async def test_auth_and_argument_errors_are_typed(emulator: Emulator) -> None:
     assert "characters; Dialogflow limits text input" in invalid.result.error.message  # hint
     assert not invalid.result.error.retryable
     assert len(emulator.faults.served) == 2  # neither was retried
+
+
+async def test_rate_limit_is_shared_by_the_providers_adapters(emulator: Emulator) -> None:
+    provider = provider_for(emulator.address, rate_limit=1000)
+    try:
+        first = await _episode("airline", 13, provider.new_adapter())
+        bucket = provider._bucket
+        second = await _episode("airline", 13, provider.new_adapter())
+        assert bucket is not None and provider._bucket is bucket
+    finally:
+        await provider.aclose()
+    assert first.reward_value == second.reward_value == 1.0
+    # Task 13 ends on the oracle's first turn (transfer): one DetectIntent per episode.
+    assert emulator.calls["DetectIntent"] == 2 and emulator.calls["ListTools"] == 1

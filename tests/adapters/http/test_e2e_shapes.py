@@ -151,6 +151,8 @@ async def test_sse_shape(bot, book, toy, domain_name, task_id) -> None:
     url, log = bot("sse", lambda log: bots.sse_bot(book, log))
     scored = await play(_config(bots.SSE_CONFIG, url), domain_of(domain_name, toy), task_id)
     assert_solved(scored)
+    first = log.requests[0][1]
+    assert first["input"] == scored.result.messages[1]["content"] and first["results"] is None
     final = [m for m in scored.result.messages if m["role"] == "assistant" and m["content"]]
     assert scored.env.task is not None
     assert final[-1]["content"] == outputs_message(scored.env.task.outputs)  # deltas joined
@@ -187,3 +189,72 @@ async def test_server_side_tools(bot, book, toy, domain_name, task_id, via) -> N
     )
     # The trajectory never holds the tool server's token.
     assert body["tools"]["token"] not in repr(scored.result.turns)
+
+
+async def test_server_side_tools_concurrent_episodes_share_one_tool_server(bot, book, toy) -> None:
+    import asyncio
+
+    url, log = bot("tools-http", lambda log: bots.tool_calling_bot(book, log, via="http"))
+    provider = HttpProvider(load_config(_config(bots.SERVER_TOOLS_CONFIG, url), environ={}))
+    airline = domain_of("airline", toy)
+    runs = [(toy, TOY_TASK, 0)] * 3 + [(airline, airline.tasks("test")[1], 1)]
+    try:
+        scored = await asyncio.gather(
+            *(run_task(d, t, i, provider.new_adapter(), ScriptedUser()) for d, t, i in runs)
+        )
+        handle = provider._tools
+        assert handle is not None and len(handle.store) == 0  # every session released
+    finally:
+        await provider.aclose()
+    for episode in scored:
+        assert_solved(episode)
+    bodies = [b for kind, b in log.requests if kind == "converse"]
+    assert len({b["tools"]["url"] for b in bodies}) == 1  # one server for the run
+    assert len({b["tools"]["session_url"] for b in bodies}) == 4  # one DB per episode
+
+
+async def test_real_socket_429_then_401(bot, book, toy) -> None:
+    """Over a socket: a 429 with Retry-After is waited out; a wrong token ends the
+    episode with an auth error that says so (and does not leak the token)."""
+    from fastapi import FastAPI
+    from fastapi.responses import JSONResponse
+
+    calls = {"n": 0}
+    app = FastAPI()
+
+    @app.post("/chat")
+    async def chat() -> Any:
+        calls["n"] += 1
+        if calls["n"] == 1:
+            return JSONResponse(
+                {"error": "slow down"}, status_code=429, headers={"Retry-After": "0"}
+            )
+        return {"reply": "Bye now.", "done": True}
+
+    url, _ = bot("flaky", lambda log: app)
+    waits: list[float] = []
+
+    async def sleep(delay: float) -> None:
+        waits.append(delay)
+
+    cfg = {
+        "base_url": url,
+        "message": {"path": "/chat", "body": {"t": "{{ message }}"}},
+        "response": {"messages": "reply", "end": "done"},
+    }
+    provider = HttpProvider(load_config(cfg, environ={}), sleep=sleep)
+    scored = await run_task(toy, TOY_TASK, 0, provider.new_adapter(), ScriptedUser())
+    await provider.aclose()
+    assert scored.result.error is None and scored.result.stop_reason == "agent_end"
+    assert waits == [0.0] and calls["n"] == 2
+    assert scored.result.turns[1].extra["http"][0]["attempts"] == 2
+
+    server_url, _ = bot(
+        "server", lambda log: bots.server_session_bot(book, log, token="right-token")
+    )
+    env = {"BOT_URL": server_url, "BOT_TOKEN": "wrong-token-xyz"}
+    scored = await play({"preset": "generic-json"}, toy, 0, environ=env)
+    error = scored.result.error
+    assert error is not None and error.kind == "auth_error" and scored.reward is None
+    assert error.message.startswith("HTTP bot refused our credentials: 401 Unauthorized from POST")
+    assert "wrong-token-xyz" not in error.message
