@@ -169,11 +169,14 @@ class RawStack:
     O(connections) CPU per request (see docs/performance.md)."""
 
     def __init__(self, base: str, clients: int = 32) -> None:
+        import ssl
+
         import httpx
 
         self.url = f"{base}/v1/chat/completions"
+        tls = ssl.create_default_context()  # unused on http://, but built once, not per client
         self.clients = [
-            httpx.AsyncClient(timeout=60, limits=httpx.Limits(max_connections=None))
+            httpx.AsyncClient(timeout=60, verify=tls, limits=httpx.Limits(max_connections=None))
             for _ in range(clients)
         ]
         self._next = 0

@@ -1,0 +1,323 @@
+"""Compare runs: one row of metrics per run, a per-task matrix, paired differences.
+
+Runs are only comparable on the same tasks of the same domain: `compare_runs` refuses
+different task sets unless asked to keep the shared tasks (`intersect`), and refuses
+different domains always. Every metric is then computed on the compared tasks only, so
+the table and the paired intervals describe the same episodes.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+from tau_bench.analysis.bootstrap import paired_bootstrap
+from tau_bench.analysis.loading import Run
+from tau_bench.metrics import pass_hat_k, success_counts, summarize
+from tau_bench.results import EpisodeRecord, is_success
+
+
+class ComparisonError(ValueError):
+    """Runs that cannot be compared as given; the message says why and what to do."""
+
+
+@dataclass
+class RunRow:
+    """One run's line in the comparison table (on the compared tasks only)."""
+
+    index: int
+    label: str
+    agent: str
+    user: str | None
+    env: str | None
+    path: str
+    source_format: str
+    tasks: int
+    trials: int
+    episodes: int
+    scored: int
+    errors: int
+    avg_reward: float | None
+    pass_hat_k: dict[int, float | None]
+    cost_agent: float
+    cost_user: float
+    latency_p50: float | None
+    latency_p95: float | None
+    episode_p50: float | None
+
+    @property
+    def cost_total(self) -> float:
+        return self.cost_agent + self.cost_user
+
+    @property
+    def cost_per_episode(self) -> float | None:
+        return self.cost_total / self.episodes if self.episodes else None
+
+
+@dataclass
+class Cell:
+    """How one run did on one task: successes out of scored trials, plus errors."""
+
+    successes: int = 0
+    scored: int = 0
+    errors: int = 0
+    reward_sum: float = 0.0
+
+    @property
+    def mean_reward(self) -> float | None:
+        return self.reward_sum / self.scored if self.scored else None
+
+    @property
+    def rate(self) -> float | None:
+        return self.successes / self.scored if self.scored else None
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "successes": self.successes,
+            "scored": self.scored,
+            "errors": self.errors,
+            "mean_reward": self.mean_reward,
+        }
+
+
+@dataclass
+class Paired:
+    """`other` minus `baseline`: mean per-task reward difference with its CI."""
+
+    baseline: str
+    other: str
+    tasks: int
+    mean_baseline: float
+    mean_other: float
+    diff: float
+    low: float
+    high: float
+    confidence: float
+    resamples: int
+    seed: int
+    other_better: int
+    baseline_better: int
+    ties: int
+    unpaired_tasks: int = 0
+
+    @property
+    def significant(self) -> bool:
+        return self.low > 0 or self.high < 0
+
+    @property
+    def verdict(self) -> str:
+        if not self.significant:
+            return "no clear difference"
+        return f"{self.other} better" if self.diff > 0 else f"{self.baseline} better"
+
+    def to_dict(self) -> dict[str, Any]:
+        return {**asdict(self), "significant": self.significant, "verdict": self.verdict}
+
+
+@dataclass
+class Comparison:
+    rows: list[RunRow]
+    task_ids: list[int]
+    matrix: dict[str, dict[int, Cell]]
+    paired: list[Paired]
+    max_k: int
+    intersect: bool = False
+    dropped: dict[str, list[int]] = field(default_factory=dict)
+
+    def to_dict(self) -> dict[str, Any]:
+        """The `--json` output: plain data, keys as strings."""
+        rows = []
+        for row in self.rows:
+            data = asdict(row)
+            data["pass_hat_k"] = {str(k): v for k, v in row.pass_hat_k.items()}
+            data["cost_total"] = row.cost_total
+            data["cost_per_episode"] = row.cost_per_episode
+            rows.append(data)
+        return {
+            "runs": rows,
+            "tasks": self.task_ids,
+            "intersect": self.intersect,
+            "dropped_tasks": self.dropped,
+            "matrix": {
+                label: {str(t): cell.to_dict() for t, cell in cells.items()}
+                for label, cells in self.matrix.items()
+            },
+            "paired": [p.to_dict() for p in self.paired],
+        }
+
+
+def ids_text(ids: Iterable[int], limit: int = 12) -> str:
+    """`0-4, 7, 9-12` (first `limit` ranges), for messages about task sets."""
+    ordered = sorted(set(ids))
+    ranges: list[str] = []
+    i = 0
+    while i < len(ordered):
+        j = i
+        while j + 1 < len(ordered) and ordered[j + 1] == ordered[j] + 1:
+            j += 1
+        ranges.append(str(ordered[i]) if i == j else f"{ordered[i]}-{ordered[j]}")
+        i = j + 1
+    more = len(ranges) - limit
+    return ", ".join(ranges[:limit]) + (f", … ({more} more)" if more > 0 else "")
+
+
+def shared_tasks(runs: Sequence[Run], intersect: bool) -> list[int]:
+    """The task ids to compare on, or a ComparisonError saying why there are none."""
+    if not runs:
+        raise ComparisonError("no runs to compare")
+    envs = {r.env for r in runs if r.env}
+    if len(envs) > 1:
+        where = ", ".join(f"{r.label}: {r.env or '?'}" for r in runs)
+        raise ComparisonError(f"runs are on different domains ({where})")
+    sets = [r.task_ids for r in runs]
+    common = set.intersection(*sets)
+    union = set.union(*sets)
+    if common == union:
+        return sorted(common)
+    if not intersect:
+        counts = ", ".join(f"{r.label}: {len(s)}" for r, s in zip(runs, sets, strict=True))
+        raise ComparisonError(
+            f"runs cover different tasks ({counts}; {len(common)} shared; not in every run: "
+            f"{ids_text(union - common)}); pass --intersect to compare on the shared tasks"
+        )
+    if not common:
+        raise ComparisonError("the runs share no task: nothing to compare")
+    return sorted(common)
+
+
+def _row(index: int, run: Run, records: list[EpisodeRecord], max_k: int) -> RunRow:
+    summary = summarize(records, run.num_trials)
+    counts = success_counts(records)
+    latency = summary["latency"]
+    return RunRow(
+        index=index,
+        label=run.label,
+        agent=run.agent,
+        user=run.user,
+        env=run.env,
+        path=str(run.path),
+        source_format=run.source_format,
+        tasks=summary["tasks"],
+        trials=run.num_trials,
+        episodes=summary["episodes_done"],
+        scored=summary["episodes_scored"],
+        errors=summary["errors"],
+        avg_reward=summary["avg_reward"],
+        pass_hat_k={k: pass_hat_k(counts, k) if k <= run.num_trials else None
+                    for k in range(1, max_k + 1)},
+        cost_agent=summary["cost"]["agent"],
+        cost_user=summary["cost"]["user"],
+        latency_p50=latency["agent_turn"]["p50"],
+        latency_p95=latency["agent_turn"]["p95"],
+        episode_p50=latency["episode"]["p50"],
+    )
+
+
+def task_cells(records: Iterable[EpisodeRecord]) -> dict[int, Cell]:
+    cells: dict[int, Cell] = {}
+    for r in records:
+        cell = cells.setdefault(r.task_id, Cell())
+        if r.is_error:
+            cell.errors += 1
+            continue
+        cell.scored += 1
+        cell.reward_sum += r.reward or 0.0
+        cell.successes += 1 if is_success(r.reward) else 0
+    return cells
+
+
+def paired(
+    baseline: str,
+    other: str,
+    a: dict[int, Cell],
+    b: dict[int, Cell],
+    tasks: Sequence[int],
+    *,
+    resamples: int,
+    confidence: float,
+    seed: int,
+) -> Paired | None:
+    """Per-task mean reward of `other` minus `baseline`; None if no task has both."""
+    pairs: list[tuple[float, float]] = []
+    for t in tasks:
+        ra, rb = a.get(t, Cell()).mean_reward, b.get(t, Cell()).mean_reward
+        if ra is not None and rb is not None:
+            pairs.append((ra, rb))
+    if not pairs:
+        return None
+    diffs = [y - x for x, y in pairs]
+    ci = paired_bootstrap(diffs, resamples=resamples, confidence=confidence, seed=seed)
+    eps = 1e-9
+    return Paired(
+        baseline=baseline,
+        other=other,
+        tasks=len(pairs),
+        mean_baseline=sum(x for x, _ in pairs) / len(pairs),
+        mean_other=sum(y for _, y in pairs) / len(pairs),
+        diff=ci.estimate,
+        low=ci.low,
+        high=ci.high,
+        confidence=confidence,
+        resamples=resamples,
+        seed=seed,
+        other_better=sum(1 for d in diffs if d > eps),
+        baseline_better=sum(1 for d in diffs if d < -eps),
+        ties=sum(1 for d in diffs if abs(d) <= eps),
+        unpaired_tasks=len(tasks) - len(pairs),
+    )
+
+
+def compare_runs(
+    runs: Sequence[Run],
+    *,
+    intersect: bool = False,
+    baseline: int = 0,
+    resamples: int = 10_000,
+    confidence: float = 0.95,
+    seed: int = 0,
+) -> Comparison:
+    """The comparison of `runs`; each other run is paired against `runs[baseline]`."""
+    tasks = shared_tasks(runs, intersect)
+    if not 0 <= baseline < len(runs):
+        raise ComparisonError(f"baseline {baseline + 1} is not one of the {len(runs)} runs")
+    keep = set(tasks)
+    max_k = max(r.num_trials for r in runs)
+    rows: list[RunRow] = []
+    matrix: dict[str, dict[int, Cell]] = {}
+    dropped: dict[str, list[int]] = {}
+    for i, run in enumerate(runs):
+        records = [r for r in run.records if r.task_id in keep]
+        extra = sorted(run.task_ids - keep)
+        if extra:
+            dropped[run.label] = extra
+        rows.append(_row(i + 1, run, records, max_k))
+        matrix[run.label] = task_cells(records)
+    base = runs[baseline].label
+    pairs = [
+        p
+        for run in runs
+        if run.label != base
+        for p in [
+            paired(
+                base,
+                run.label,
+                matrix[base],
+                matrix[run.label],
+                tasks,
+                resamples=resamples,
+                confidence=confidence,
+                seed=seed,
+            )
+        ]
+        if p is not None
+    ]
+    return Comparison(
+        rows=rows,
+        task_ids=tasks,
+        matrix=matrix,
+        paired=pairs,
+        max_k=max_k,
+        intersect=intersect,
+        dropped=dropped,
+    )

@@ -1,0 +1,114 @@
+"""The comparison as terminal tables (rich): runs, paired differences, per-task matrix."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from tau_bench.analysis.compare import Cell, Comparison
+
+
+def fmt(value: float | None, spec: str = ".3f") -> str:
+    return "-" if value is None else format(value, spec)
+
+
+def fmt_seconds(value: float | None) -> str:
+    return "-" if value is None else f"{value:.2f}s"
+
+
+def fmt_cost(value: float) -> str:
+    return f"${value:.4f}"
+
+
+def cell_text(cell: Cell | None) -> str:
+    """`c/n` successes over scored trials, `+Ne` when N trials errored."""
+    if cell is None:
+        return "·"
+    text = f"{cell.successes}/{cell.scored}"
+    return text + (f" +{cell.errors}e" if cell.errors else "")
+
+
+def _cell_style(cell: Cell | None) -> str:
+    if cell is None or cell.rate is None:
+        return "dim"
+    if cell.rate >= 1.0:
+        return "green"
+    return "red" if cell.rate == 0.0 else "yellow"
+
+
+def runs_table(comparison: Comparison) -> Any:
+    from rich.table import Table
+
+    table = Table(title=f"Runs compared on {len(comparison.task_ids)} tasks", show_lines=False)
+    for name, justify in [
+        ("#", "right"),
+        ("run", "left"),
+        ("agent", "left"),
+        ("user", "left"),
+        ("tasks", "right"),
+        ("trials", "right"),
+        ("avg reward", "right"),
+    ]:
+        table.add_column(name, justify=justify)  # type: ignore[arg-type]
+    for k in range(1, comparison.max_k + 1):
+        table.add_column(f"pass^{k}", justify="right")
+    for name in ("cost", "latency p50", "latency p95", "errors"):
+        table.add_column(name, justify="right")
+    for row in comparison.rows:
+        table.add_row(
+            str(row.index),
+            row.label,
+            row.agent,
+            row.user or "-",
+            str(row.tasks),
+            str(row.trials),
+            fmt(row.avg_reward),
+            *[fmt(row.pass_hat_k.get(k)) for k in range(1, comparison.max_k + 1)],
+            fmt_cost(row.cost_total),
+            fmt_seconds(row.latency_p50),
+            fmt_seconds(row.latency_p95),
+            str(row.errors),
+        )
+    return table
+
+
+def paired_table(comparison: Comparison) -> Any:
+    from rich.table import Table
+
+    conf = comparison.paired[0].confidence if comparison.paired else 0.95
+    table = Table(
+        title="Paired difference on shared tasks (bootstrap over tasks)", show_lines=False
+    )
+    for name in ("baseline", "vs", "tasks", "baseline", "other", "diff", f"{conf:.0%} CI"):
+        table.add_column(name, justify="right" if name not in ("baseline", "vs") else "left")
+    table.add_column("other better / worse / tie", justify="right")
+    table.add_column("verdict")
+    for p in comparison.paired:
+        style = "green" if p.significant and p.diff > 0 else "red" if p.significant else ""
+        table.add_row(
+            p.baseline,
+            p.other,
+            str(p.tasks),
+            fmt(p.mean_baseline),
+            fmt(p.mean_other),
+            f"{p.diff:+.3f}",
+            f"[{p.low:+.3f}, {p.high:+.3f}]",
+            f"{p.other_better} / {p.baseline_better} / {p.ties}",
+            f"[{style}]{p.verdict}[/]" if style else p.verdict,
+        )
+    return table
+
+
+def matrix_table(comparison: Comparison) -> Any:
+    from rich.table import Table
+
+    table = Table(title="Per task: successes / scored trials (run # as above)")
+    table.add_column("task", justify="right")
+    for row in comparison.rows:
+        table.add_column(f"#{row.index}", justify="center")
+    for task in comparison.task_ids:
+        cells = []
+        for row in comparison.rows:
+            cell = comparison.matrix[row.label].get(task)
+            cells.append(f"[{_cell_style(cell)}]{cell_text(cell)}[/]")
+        table.add_row(str(task), *cells)
+    return table
