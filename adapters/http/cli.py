@@ -77,3 +77,31 @@ def presets() -> None:
     for name, text in PRESETS.items():
         first = text.splitlines()[0].lstrip("# ").strip()
         print(f"{name:14} {first}")
+
+
+@app.command("serve-bot")
+def serve_bot(
+    port: int = typer.Option(8765, "--port", help="Port on 127.0.0.1."),
+    host: str = typer.Option("127.0.0.1", "--host"),
+    brain: str = typer.Option(
+        "oracle", "--brain", help="Agent strategy answering (oracle, tool-calling, ...)."
+    ),
+    model: str | None = typer.Option(None, "--model", help="Model of an LLM brain."),
+    token: str | None = typer.Option(
+        None, "--token", envvar="BOT_TOKEN", help="Require this bearer token (env BOT_TOKEN)."
+    ),
+    data_dir: Path | None = typer.Option(None, "--data-dir", help="τ-bench data directory."),
+) -> None:
+    """Run the reference bot (the generic-json preset's API) backed by a local agent."""
+    import uvicorn
+
+    from adapters.http.reference_bot import create_bot_app
+
+    options = {"model": model} if model else {}
+    bot = create_bot_app(brain=brain, brain_options=options, data_dir=data_dir, token=token)
+    print(f"reference bot ({brain}) on http://{host}:{port}; try:", file=sys.stderr)
+    print(
+        f"  BOT_URL=http://{host}:{port} tau http init --preset generic-json -o bot.yaml",
+        file=sys.stderr,
+    )
+    uvicorn.run(bot, host=host, port=port, log_level="warning")

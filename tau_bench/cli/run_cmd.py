@@ -360,7 +360,7 @@ def _resume_base(path: str) -> dict[str, Any]:
     except LogFileError:
         return {}  # prepare_run reports it
     base = dict(header.get("config") or {})
-    for key in ("resume", "run_name", "quiet", "max_concurrency", "log_dir"):
+    for key in ("resume", "run_name", "quiet"):
         base.pop(key, None)
     base["agent_options"] = {
         k: v for k, v in (base.get("agent_options") or {}).items() if not is_redacted(v)

@@ -1,0 +1,127 @@
+"""Stage 2: run a proposed action sequence on a fresh episode and decide if it is a task.
+
+Each action is checked (tool name, argument schema, data and policy constraints on the
+episode's current state) and then executed on a private `Env`. The sequence is rejected
+when any action fails a check or returns an error (read-only ones too: a ground truth
+that looks up nothing useful teaches nothing), when a terminate tool is not last, when
+the number of actions misses the difficulty's range, or when the final DB hash equals
+the initial one. Checking stops at the first action that fails: what follows it would
+run on a state the task never reaches.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from tau_bench.domains import Domain
+from tau_bench.env import Env
+from tau_bench.sdg.answers import ProposedAction
+from tau_bench.sdg.constraints import check_action
+from tau_bench.sdg.difficulty import Difficulty
+from tau_bench.sdg.problems import DIFFICULTY_MISMATCH, NO_CHANGE, POLICY, TOOL_ERROR, Problem
+from tau_bench.sdg.schema_check import check_call, schemas_by_name
+
+OBSERVATION_CHARS = 300  # kept per action in the provenance record
+
+
+@dataclass
+class ExecutedAction:
+    name: str
+    kwargs: dict[str, Any]
+    observation: str
+    writes: bool
+
+
+@dataclass
+class Validation:
+    """The sandbox's verdict on one proposed sequence."""
+
+    ok: bool
+    problems: list[Problem]
+    executed: list[ExecutedAction]
+    count: int
+    writes: int
+    initial_hash: str
+    final_hash: str
+
+    @property
+    def reason(self) -> str | None:
+        return self.problems[0].reason if self.problems else None
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "ok": self.ok,
+            "reason": self.reason,
+            "problems": [p.to_dict() for p in self.problems],
+            "actions": self.count,
+            "writes": self.writes,
+            "initial_hash": self.initial_hash,
+            "final_hash": self.final_hash,
+            "observations": [
+                {"name": a.name, "observation": a.observation[:OBSERVATION_CHARS]}
+                for a in self.executed
+            ],
+        }
+
+
+@dataclass
+class Sandbox:
+    """Validates sequences for one domain; cheap to reuse (one Env, reset per call)."""
+
+    domain: Domain
+    _schemas: dict[str, dict[str, Any]] = field(init=False)
+
+    def __post_init__(self) -> None:
+        self._schemas = schemas_by_name(self.domain.tool_schemas)
+        self._schemas = {n: s for n, s in self._schemas.items() if n in self.domain.tools}
+
+    def validate(
+        self, user_id: str, actions: Sequence[ProposedAction], difficulty: Difficulty
+    ) -> Validation:
+        env = Env(self.domain)
+        initial = env.data_hash()
+        problems: list[Problem] = []
+        executed: list[ExecutedAction] = []
+        for index, action in enumerate(actions):
+            found = self._check(env, user_id, index, action, last=index == len(actions) - 1)
+            if found:
+                problems += found
+                break
+            observation = env.execute(action.name, action.kwargs)
+            tool = self.domain.tools[action.name]
+            executed.append(ExecutedAction(action.name, dict(action.kwargs), observation, tool.writes))
+            if observation.startswith("Error") or observation.startswith("Unknown action"):
+                problems.append(Problem(TOOL_ERROR, f"{action.name}: {observation}", index))
+                break
+        if not difficulty.accepts(len(actions)):
+            problems.append(
+                Problem(
+                    DIFFICULTY_MISMATCH,
+                    f"{len(actions)} actions, but {difficulty.value} tasks have "
+                    f"{difficulty.describe()} (read-only actions count)",
+                )
+            )
+        final = env.data_hash()
+        if not problems and final == initial:
+            problems.append(Problem(NO_CHANGE, "the actions leave the database unchanged"))
+        return Validation(
+            ok=not problems,
+            problems=problems,
+            executed=executed,
+            count=len(actions),
+            writes=sum(1 for a in executed if a.writes),
+            initial_hash=initial,
+            final_hash=final,
+        )
+
+    def _check(
+        self, env: Env, user_id: str, index: int, action: ProposedAction, *, last: bool
+    ) -> list[Problem]:
+        problems = check_call(self._schemas, index, action.name, action.kwargs)
+        if problems:
+            return problems
+        if env.is_terminate(action.name) and not last:
+            return [Problem(POLICY, f"{action.name} ends the conversation: only last", index)]
+        return check_action(self.domain.name, env.db, user_id, index, action.name, action.kwargs)
