@@ -1,7 +1,7 @@
 """Runner benchmark: how close does `tau run` get to the latency bound of its model calls?
 
-A mock OpenAI-compatible server (uvicorn + starlette, in a child process so it does not
-share the runner's event loop) answers /v1/chat/completions after a fixed latency with
+A mock OpenAI-compatible server (raw asyncio HTTP/1.1, in a child process so it does
+not share the runner's event loop) answers /v1/chat/completions after a fixed latency with
 scripted turns: the agent (requests that carry `tools`) calls one tool, then talks; the
 user greets, thanks, then sends ###STOP###. That is 6 sequential model calls per
 episode. The real tool-calling agent and LLM user (`tau_bench.llm`, litellm) are pointed
@@ -22,7 +22,6 @@ import asyncio
 import json
 import math
 import os
-import socket
 import subprocess
 import sys
 import tempfile
@@ -84,44 +83,63 @@ def _completion(model: str, message: dict[str, Any]) -> dict[str, Any]:
     }
 
 
-def serve(latency: float) -> None:
-    """Run the mock server on an ephemeral 127.0.0.1 port; print `PORT <n>` when ready."""
-    import uvicorn
-    from starlette.applications import Starlette
-    from starlette.requests import Request
-    from starlette.responses import JSONResponse
-    from starlette.routing import Route
+def _respond(status: str, payload: bytes) -> bytes:
+    head = (
+        f"HTTP/1.1 {status}\r\nContent-Type: application/json\r\n"
+        f"Content-Length: {len(payload)}\r\n\r\n"
+    )
+    return head.encode() + payload
 
+
+def serve(latency: float) -> None:
+    """Run the mock server on an ephemeral 127.0.0.1 port; print `PORT <n>` when ready.
+
+    Raw asyncio HTTP/1.1 with keep-alive (uvicorn + starlette spent ~0.7 ms of CPU per
+    request, which at 1000 requests/s on a shared 2-core machine is itself a bottleneck).
+    """
     served = {"requests": 0}
 
-    async def chat(request: Request) -> JSONResponse:
-        body = await request.json()
-        await asyncio.sleep(latency)
-        served["requests"] += 1
-        messages = body.get("messages") or []
-        reply = _agent_reply(messages) if body.get("tools") else _user_reply(messages)
-        return JSONResponse(_completion(str(body.get("model", "mock")), reply))
-
-    async def stats(request: Request) -> JSONResponse:
-        return JSONResponse(served)
-
-    app = Starlette(
-        routes=[
-            Route("/v1/chat/completions", chat, methods=["POST"]),
-            Route("/chat/completions", chat, methods=["POST"]),
-            Route("/stats", stats),
-        ]
-    )
-    sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
-    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-    sock.bind(("127.0.0.1", 0))
-    sock.listen(4096)
-    config = uvicorn.Config(app, log_level="warning", access_log=False, backlog=4096)
-    server = uvicorn.Server(config)
+    async def handle(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        loop = asyncio.get_running_loop()
+        try:
+            while True:
+                try:
+                    head = await reader.readuntil(b"\r\n\r\n")
+                except (asyncio.IncompleteReadError, ConnectionError):
+                    return
+                # The answer leaves `latency` after the request arrived: parsing it is
+                # part of the model's time, as it would be for a real server.
+                due = loop.time() + latency
+                lines = head.decode("latin-1").split("\r\n")
+                method, path, _ = lines[0].split(" ", 2)
+                length = 0
+                for line in lines[1:]:
+                    name, _, value = line.partition(":")
+                    if name.strip().lower() == "content-length":
+                        length = int(value)
+                body = await reader.readexactly(length) if length else b""
+                if path.endswith("/stats"):
+                    writer.write(_respond("200 OK", json.dumps(served).encode()))
+                    continue
+                if method != "POST" or not path.endswith("/chat/completions"):
+                    writer.write(_respond("404 Not Found", b'{"error": "not found"}'))
+                    continue
+                request = json.loads(body)
+                messages = request.get("messages") or []
+                agent = bool(request.get("tools"))
+                reply = _agent_reply(messages) if agent else _user_reply(messages)
+                payload = json.dumps(_completion(str(request.get("model", "mock")), reply))
+                await asyncio.sleep(max(0.0, due - loop.time()))
+                served["requests"] += 1
+                writer.write(_respond("200 OK", payload.encode()))
+        finally:
+            writer.close()
 
     async def main() -> None:
-        print(f"PORT {sock.getsockname()[1]}", flush=True)
-        await server.serve(sockets=[sock])
+        server = await asyncio.start_server(handle, "127.0.0.1", 0, backlog=4096)
+        print(f"PORT {server.sockets[0].getsockname()[1]}", flush=True)
+        async with server:
+            await server.serve_forever()
 
     asyncio.run(main())
 
@@ -143,6 +161,12 @@ class MockServer:
         self.port = int(line.split()[1])
         self.base = f"http://127.0.0.1:{self.port}"
 
+    def cpu_seconds(self) -> float:
+        import psutil
+
+        times = psutil.Process(self.proc.pid).cpu_times()
+        return float(times.user + times.system)
+
     def requests(self) -> int:
         import httpx
 
@@ -160,47 +184,64 @@ class MockServer:
 # -- the "raw" stack: the runner without litellm ---------------------------------------------
 
 
+class LeanConnection:
+    """One keep-alive HTTP/1.1 connection on asyncio streams: just enough client for
+    the mock server (JSON POST, Content-Length responses)."""
+
+    def __init__(self, host: str, port: int) -> None:
+        self.host, self.port = host, port
+        self.reader: asyncio.StreamReader | None = None
+        self.writer: asyncio.StreamWriter | None = None
+
+    async def post_json(self, path: str, body: dict[str, Any]) -> dict[str, Any]:
+        if self.writer is None:
+            self.reader, self.writer = await asyncio.open_connection(self.host, self.port)
+        assert self.reader is not None
+        payload = json.dumps(body).encode()
+        head = (
+            f"POST {path} HTTP/1.1\r\nHost: {self.host}:{self.port}\r\n"
+            f"Content-Type: application/json\r\nContent-Length: {len(payload)}\r\n\r\n"
+        )
+        self.writer.write(head.encode() + payload)
+        headers = await self.reader.readuntil(b"\r\n\r\n")
+        status = int(headers.split(b" ", 2)[1])
+        length = 0
+        for line in headers.split(b"\r\n")[1:]:
+            name, _, value = line.partition(b":")
+            if name.strip().lower() == b"content-length":
+                length = int(value)
+        data = await self.reader.readexactly(length)
+        if status != 200:
+            raise RuntimeError(f"mock server answered {status}")
+        return dict(json.loads(data))
+
+    async def close(self) -> None:
+        if self.writer is not None:
+            self.writer.close()
+            self.writer = None
+
+
 class RawStack:
-    """A minimal agent and user posting straight to the mock server: separates the
-    runner's own overhead from the model client's.
+    """A minimal agent and user on bare asyncio connections to the mock server: the
+    runner, loop, env and scoring without a model client's overhead (see
+    docs/performance.md for why not httpx: its pool costs O(connections) per request)."""
 
-    Requests are spread over several small httpx clients: httpcore's pool scans every
-    connection on each request, so one client with hundreds of connections costs
-    O(connections) CPU per request (see docs/performance.md)."""
+    def __init__(self, base: str) -> None:
+        host, _, port = base.removeprefix("http://").partition(":")
+        self.host, self.port = host, int(port)
+        self.path = "/v1/chat/completions"
 
-    def __init__(self, base: str, clients: int = 32) -> None:
-        import ssl
+    async def post(self, conn: LeanConnection, body: dict[str, Any]) -> dict[str, Any]:
+        reply = await conn.post_json(self.path, body)
+        return dict(reply["choices"][0]["message"])
 
-        import httpx
-
-        self.url = f"{base}/v1/chat/completions"
-        tls = ssl.create_default_context()  # unused on http://, but built once, not per client
-        self.clients = [
-            httpx.AsyncClient(timeout=60, verify=tls, limits=httpx.Limits(max_connections=None))
-            for _ in range(clients)
-        ]
-        self._next = 0
-
-    def client(self) -> Any:
-        self._next += 1
-        return self.clients[self._next % len(self.clients)]
-
-    async def post(self, client: Any, body: dict[str, Any]) -> dict[str, Any]:
-        response = await client.post(self.url, json=body)
-        response.raise_for_status()
-        return dict(response.json()["choices"][0]["message"])
+    def connection(self) -> LeanConnection:
+        return LeanConnection(self.host, self.port)
 
     def provider(self) -> Any:
         from tau_adapters.registry import SimpleProvider
 
-        stack = self
-
-        class Provider(SimpleProvider):
-            async def aclose(self) -> None:
-                for client in stack.clients:
-                    await client.aclose()
-
-        return Provider(lambda: RawAgent(stack))
+        return SimpleProvider(lambda: RawAgent(self))
 
     def user(self) -> Any:
         return RawUser(self)
@@ -209,7 +250,7 @@ class RawStack:
 class RawAgent:
     def __init__(self, stack: RawStack) -> None:
         self.stack = stack
-        self.client = stack.client()
+        self.conn = stack.connection()
         self.messages: list[dict[str, Any]] = []
         self.tools: list[dict[str, Any]] = []
 
@@ -233,7 +274,7 @@ class RawAgent:
                     }
                 )
         body = {"model": "raw-agent", "messages": self.messages, "tools": self.tools}
-        message = await self.stack.post(self.client, body)
+        message = await self.stack.post(self.conn, body)
         self.messages.append(message)
         calls = [
             ToolCall(c["id"], c["function"]["name"], json.loads(c["function"]["arguments"]))
@@ -243,7 +284,7 @@ class RawAgent:
         return AgentTurn(messages=[text] if text else [], tool_calls=calls)
 
     async def close(self) -> None:
-        pass
+        await self.conn.close()
 
 
 class RawUser:
@@ -251,7 +292,7 @@ class RawUser:
         from tau_adapters.protocol import Usage
 
         self.stack = stack
-        self.client = stack.client()
+        self.conn = stack.connection()
         self.messages: list[dict[str, Any]] = []
         self._usage = Usage()
 
@@ -266,9 +307,12 @@ class RawUser:
     async def reply(self, agent_message: str) -> str:
         self.messages.append({"role": "user", "content": agent_message})
         body = {"model": "raw-user", "messages": self.messages}
-        message = await self.stack.post(self.client, body)
-        self.messages.append({"role": "assistant", "content": message["content"]})
-        return str(message["content"])
+        message = await self.stack.post(self.conn, body)
+        text = str(message["content"])
+        self.messages.append({"role": "assistant", "content": text})
+        if "###STOP###" in text:  # the user's last turn: nothing else will be sent
+            await self.conn.close()
+        return text
 
 
 # -- measuring -------------------------------------------------------------------------------
@@ -340,6 +384,7 @@ def _run_level(
     )
     plan = prepare_run(config)
     before = server.requests()
+    server_cpu0 = server.cpu_seconds()
     cpu0 = time.process_time()
     with PeakRSS() as rss:
         t0 = time.perf_counter()
@@ -351,6 +396,7 @@ def _run_level(
         outcome = asyncio.run(runner.run())
         wall = time.perf_counter() - t0
     cpu = time.process_time() - cpu0
+    server_cpu = server.cpu_seconds() - server_cpu0
     calls = server.requests() - before
     per_episode = calls / episodes if episodes else 0.0
     bound = per_episode * latency * episodes / concurrency
@@ -366,7 +412,10 @@ def _run_level(
         "wave_bound_s": waves,
         "wall_over_wave_bound": wall / waves if waves else None,
         "runner_cpu_s": cpu,
+        "server_cpu_s": server_cpu,
         "peak_rss_mb": rss.peak / 2**20,
+        "agent_turn_p50_s": outcome.summary["latency"]["agent_turn"]["p50"],
+        "agent_turn_p95_s": outcome.summary["latency"]["agent_turn"]["p95"],
         "errors": outcome.summary["errors"],
         "error_kinds": outcome.summary["error_kinds"],
         "avg_reward": outcome.summary["avg_reward"],
@@ -421,6 +470,8 @@ def render(rows: list[dict[str, Any]]) -> Any:
         "wave bound s",
         "wall/wave",
         "runner CPU s",
+        "server CPU s",
+        "turn p50/p95 ms",
         "peak RSS MB",
         "errors",
     ):
@@ -437,6 +488,8 @@ def render(rows: list[dict[str, Any]]) -> Any:
             f"{r['wave_bound_s']:.2f}",
             f"{r['wall_over_wave_bound']:.3f}",
             f"{r['runner_cpu_s']:.2f}",
+            f"{r['server_cpu_s']:.2f}",
+            f"{r['agent_turn_p50_s'] * 1000:.0f}/{r['agent_turn_p95_s'] * 1000:.0f}",
             f"{r['peak_rss_mb']:.0f}",
             str(r["errors"]),
         )

@@ -79,4 +79,9 @@ async def run_task(
         max_tool_calls_per_turn=max_tool_calls_per_turn,
     )
     reward = None if result.error is not None else env.reward()
+    if reward is not None and result.stop_reason == "max_steps":
+        # The original only scored episodes that ended (user stop, terminate tool); one
+        # cut off by max steps kept reward 0. The DB comparison is still recorded.
+        reward.reward = 0.0
+        reward.unfinished = True
     return ScoredEpisode(task_id=task_id, trial=trial, result=result, reward=reward, env=env)

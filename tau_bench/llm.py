@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import asyncio
 import email.utils
+import json
 import os
 import random
 import re
@@ -374,20 +375,27 @@ def _cost(litellm: Any, response: Any) -> float:
 
 
 def _message_dict(response: Any) -> dict[str, Any]:
+    """The assistant message as the next request needs it: OpenAI fields, plus what a
+    provider must see again (Gemini thought signatures, Anthropic thinking blocks)."""
     message = response.choices[0].message
     out: dict[str, Any] = {"role": "assistant", "content": getattr(message, "content", None)}
     calls = []
     for call in getattr(message, "tool_calls", None) or []:
         fn = call.function
-        calls.append(
-            {
-                "id": call.id,
-                "type": "function",
-                "function": {"name": fn.name, "arguments": fn.arguments or "{}"},
-            }
-        )
+        item: dict[str, Any] = {
+            "id": call.id,
+            "type": "function",
+            "function": {"name": fn.name, "arguments": fn.arguments or "{}"},
+        }
+        fields = getattr(call, "provider_specific_fields", None)
+        if fields:
+            item["provider_specific_fields"] = dict(fields)
+        calls.append(item)
     if calls:
         out["tool_calls"] = calls
+    thinking = getattr(message, "thinking_blocks", None)
+    if thinking:
+        out["thinking_blocks"] = [dict(block) for block in thinking]
     return out
 
 
@@ -402,8 +410,9 @@ def _usage(litellm: Any, response: Any) -> Usage:
 
 
 def _raw(response: Any) -> dict[str, Any]:
+    """The provider response as plain JSON data (it lands in result files)."""
     try:
-        dumped = response.model_dump()
+        dumped = json.loads(json.dumps(response.model_dump(), default=str))
         return dumped if isinstance(dumped, dict) else {}
     except Exception:
         return {}

@@ -61,6 +61,7 @@ class RewardResult:
     r_outputs: float | None = None
     outputs: dict[str, bool] = field(default_factory=dict)
     diff: list[FieldDiff] = field(default_factory=list)
+    unfinished: bool = False
 
     @property
     def original_info(self) -> dict[str, Any]:
@@ -81,6 +82,7 @@ class RewardResult:
             "data_hash": self.data_hash,
             "gt_data_hash": self.gt_data_hash,
             "db_diff": [d.to_dict() for d in self.diff],
+            "unfinished": self.unfinished,
         }
 
 

@@ -5,7 +5,8 @@ JSON list), so runs made elsewhere - the published τ-bench trajectories, anothe
 machine's hosted-agent run - compare on the same footing as ours.
 
 Modules: `loading` (files -> `Run`), `compare` (metrics, per-task matrix, paired
-bootstrap), `report` (one self-contained HTML file), `plots` (optional PNGs),
+differences) with `bootstrap` (the seeded CI) and `tables` (terminal output), `report`
+(one self-contained HTML file, with `episode_html` and `svg`), `plots` (optional PNGs),
 `rescore` (replay trajectories on today's domain), `analyze` (LLM fault
-classification), `mt_bench` (the MT-bench JSONL export).
+classification), `mt_bench` (the MT-bench JSONL export). See docs/compare-and-report.md.
 """

@@ -173,6 +173,8 @@ def shared_tasks(runs: Sequence[Run], intersect: bool) -> list[int]:
     sets = [r.task_ids for r in runs]
     common = set.intersection(*sets)
     union = set.union(*sets)
+    if not union:
+        raise ComparisonError("the runs have no episodes")
     if common == union:
         return sorted(common)
     if not intersect:
@@ -204,8 +206,9 @@ def _row(index: int, run: Run, records: list[EpisodeRecord], max_k: int) -> RunR
         scored=summary["episodes_scored"],
         errors=summary["errors"],
         avg_reward=summary["avg_reward"],
-        pass_hat_k={k: pass_hat_k(counts, k) if k <= run.num_trials else None
-                    for k in range(1, max_k + 1)},
+        pass_hat_k={
+            k: pass_hat_k(counts, k) if k <= run.num_trials else None for k in range(1, max_k + 1)
+        },
         cost_agent=summary["cost"]["agent"],
         cost_user=summary["cost"]["user"],
         latency_p50=latency["agent_turn"]["p50"],

@@ -16,6 +16,10 @@ LONG_OBSERVATION = 1200
 
 
 def _json(value: Any) -> str:
+    """One line when short, indented when not (tool arguments are mostly short)."""
+    flat = json.dumps(value, ensure_ascii=False, default=str)
+    if len(flat) <= 100:
+        return flat
     return json.dumps(value, indent=2, ensure_ascii=False, default=str)
 
 
@@ -35,9 +39,7 @@ def _text(content: Any) -> str:
     if isinstance(content, str):
         return content
     if isinstance(content, list):  # content parts
-        return "".join(
-            str(p.get("text", "")) if isinstance(p, dict) else str(p) for p in content
-        )
+        return "".join(str(p.get("text", "")) if isinstance(p, dict) else str(p) for p in content)
     return str(content)
 
 
@@ -67,7 +69,8 @@ def message_html(message: dict[str, Any], system_ref: str | None = None) -> str:
     if role == "tool":
         name = escape(str(message.get("name", "tool")))
         return (
-            f'<div class="msg tool"><div class="who">← {name}</div>{_observation(content)}</div>'
+            f'<div class="msg tool"><div class="who">tool ← <code>{name}</code></div>'
+            f"{_observation(content)}</div>"
         )
     parts = []
     if content:
@@ -93,7 +96,7 @@ def _diff_table(diffs: list[dict[str, Any]]) -> str:
         "<tr>"
         f"<td>{escape(str(d.get('table', '')))}</td>"
         f"<td>{escape(str(d.get('record', '')))}</td>"
-        f"<td>{escape(str(d.get('path', '')))}</td>"
+        f"<td>{escape(str(d.get('path') or '(whole record)'))}</td>"
         f"<td>{_pre(_json(d.get('agent')))}</td>"
         f"<td>{_pre(_json(d.get('expected')))}</td>"
         "</tr>"
@@ -148,16 +151,20 @@ def episode_html(
     """A closed `<details>` for one (task, trial): header line, messages, verdict."""
     outcome = _outcome(record)
     cost = record.agent_cost + record.user_cost
-    head = (
-        f"trial {record.trial} · <span class='badge {outcome}'>{outcome}</span> · "
-        f"reward {record.reward if record.reward is not None else '-'} · "
-        f"{escape(record.stop_reason or '-')} · {record.duration:.1f}s · ${cost:.4f}"
-    )
+    bits = [
+        f"trial {record.trial}",
+        f"<span class='badge {outcome}'>{outcome}</span>",
+        f"reward {record.reward if record.reward is not None else '-'}",
+    ]
+    if record.stop_reason:
+        bits.append(escape(record.stop_reason))
+    if record.duration:
+        bits.append(f"{record.duration:.1f}s")
+    bits.append(f"${cost:.4f}")
+    head = " · ".join(bits)
     refs = system_refs or {}
     messages = "".join(
-        message_html(
-            m, refs.get(_text(m.get("content"))) if m.get("role") == "system" else None
-        )
+        message_html(m, refs.get(_text(m.get("content"))) if m.get("role") == "system" else None)
         for m in record.messages
     )
     if not record.messages:

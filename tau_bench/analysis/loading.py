@@ -91,12 +91,14 @@ def record_from_tau_bench(entry: dict[str, Any]) -> EpisodeRecord:
             "detail": str(info.get("traceback", "")),
         }
     reward = entry.get("reward")
+    task = info.get("task")
+    reward_info = info.get("reward_info")
     return EpisodeRecord(
         task_id=int(entry["task_id"]),
         trial=int(entry.get("trial", 0) or 0),
         reward=None if error or reward is None else float(reward),
-        reward_info=info.get("reward_info") if isinstance(info.get("reward_info"), dict) else None,
-        task=info.get("task") if isinstance(info.get("task"), dict) else {},
+        reward_info=reward_info if isinstance(reward_info, dict) else None,
+        task=task if isinstance(task, dict) else {},
         messages=list(entry.get("traj") or []),
         stop_reason=str(info.get("stop_reason") or ("error" if error else "")),
         agent_usage={"cost": float(info.get("agent_cost") or 0.0)},
@@ -247,9 +249,7 @@ def _folder_files(folder: Path) -> list[Path]:
     files = sorted(
         p
         for p in folder.rglob("*")
-        if p.is_file()
-        and p.suffix in (".json", ".jsonl")
-        and not p.name.endswith(".summary.json")
+        if p.is_file() and p.suffix in (".json", ".jsonl") and not p.name.endswith(".summary.json")
     )
     logs = {p.with_suffix("") for p in files if p.suffix == ".jsonl"}
     return [p for p in files if p.suffix == ".jsonl" or p.with_suffix("") not in logs]

@@ -8,6 +8,7 @@ episode a heatmap cell links to.
 
 from __future__ import annotations
 
+import itertools
 from collections import defaultdict
 from collections.abc import Sequence
 from datetime import datetime
@@ -51,7 +52,7 @@ details.episode>summary{cursor:pointer}
 .badge.pass{background:#1a9850}.badge.fail{background:#d73027}.badge.error{background:#777}
 .conv{margin:8px 0}
 .msg{margin:6px 0;padding:6px 10px;border-radius:6px;max-width:980px}
-.msg .who{font-size:11px;text-transform:uppercase;letter-spacing:.04em;color:var(--muted)}
+.msg .who{font-size:11px;letter-spacing:.04em;color:var(--muted)}
 .msg .text{white-space:pre-wrap}.msg.user{background:#eef4ff}.msg.agent{background:#f1f8ef}
 .msg.tool{background:var(--soft);margin-left:28px}.msg.system{background:var(--soft)}
 .call .fn{font-family:ui-monospace,monospace;font-weight:600}
@@ -59,7 +60,7 @@ pre{white-space:pre-wrap;word-break:break-word;margin:2px 0;font:12px/1.4 ui-mon
 SFMono-Regular,Menlo,monospace}
 .verdict{margin:8px 0;padding:6px 10px;border-radius:6px}.verdict.pass{background:#e3f4e6}
 .verdict.fail{background:#fde6e4}.verdict.error{background:#eee}
-.warn{color:#8a5a00}table.diff td{text-align:left}
+.warn{color:#8a5a00}table.diff td,table.diff th{text-align:left}
 .instr{white-space:pre-wrap;background:var(--soft);padding:6px 10px;border-radius:6px}
 """
 
@@ -119,7 +120,7 @@ def _rate_color(cell: Cell | None) -> str:
         return "#e0e0e0"
     stops = [(0.0, (215, 48, 39)), (0.5, (254, 224, 139)), (1.0, (26, 152, 80))]
     rate = cell.rate
-    for (a, ca), (b, cb) in zip(stops, stops[1:], strict=False):
+    for (a, ca), (b, cb) in itertools.pairwise(stops):
         if rate <= b:
             f = (rate - a) / (b - a)
             rgb = tuple(round(x + (y - x) * f) for x, y in zip(ca, cb, strict=True))
@@ -182,7 +183,7 @@ def paired_section(comparison: Comparison) -> str:
     p0 = comparison.paired[0]
     return (
         '<table class="paired"><thead><tr><th class="l">baseline</th><th class="l">vs</th>'
-        f"<th>tasks</th><th>baseline</th><th>other</th><th>diff</th><th>{conf:.0%} CI</th>"
+        f"<th>tasks</th><th>baseline mean</th><th>other mean</th><th>diff</th><th>{conf:.0%} CI</th>"
         '<th>other better / worse / tie</th><th class="l">verdict</th></tr></thead>'
         f"<tbody>{rows}</tbody></table>"
         f'<p class="muted">Mean reward per task (over its scored trials), other minus baseline; '
@@ -203,19 +204,25 @@ def pass_k_chart(comparison: Comparison) -> str:
         for r in comparison.rows
     ]
     return svg.line_chart(
-        series, title="pass^k by k", x_label="k (trials that must all succeed)",
-        y_label="pass^k", x_values=ks,
+        series,
+        title="pass^k by k",
+        x_label="k (trials that must all succeed)",
+        y_label="pass^k",
+        x_values=ks,
     )
 
 
 def cost_chart(comparison: Comparison) -> str:
     points = [
-        svg.Point(f"#{r.index}", r.cost_per_episode or 0.0, r.avg_reward or 0.0,
-                  svg.color(r.index - 1))
+        svg.Point(
+            f"#{r.index}", r.cost_per_episode or 0.0, r.avg_reward or 0.0, svg.color(r.index - 1)
+        )
         for r in comparison.rows
     ]
     return svg.scatter(
-        points, title="cost vs reward", x_label="cost per episode (agent + user)",
+        points,
+        title="cost vs reward",
+        x_label="cost per episode (agent + user)",
         y_label="average reward",
     )
 
@@ -231,9 +238,11 @@ def _instructions(runs: Sequence[Run]) -> dict[int, str]:
 
 
 def heatmap(comparison: Comparison, instructions: dict[int, str]) -> str:
-    head = '<tr><th>task</th><th class="l">instruction</th>' + "".join(
-        f'<th title="{escape(r.label)}">#{r.index}</th>' for r in comparison.rows
-    ) + "</tr>"
+    head = (
+        '<tr><th>task</th><th class="l">instruction</th>'
+        + "".join(f'<th title="{escape(r.label)}">#{r.index}</th>' for r in comparison.rows)
+        + "</tr>"
+    )
     body = []
     for t in comparison.task_ids:
         instr = instructions.get(t, "")
@@ -246,10 +255,14 @@ def heatmap(comparison: Comparison, instructions: dict[int, str]) -> str:
             )
         body.append(
             f'<tr><th>{t}</th><td class="l" title="{escape(instr)}">{escape(instr[:110])}</td>'
-            + "".join(cells) + "</tr>"
+            + "".join(cells)
+            + "</tr>"
         )
     return (
-        '<table class="heat"><thead>' + head + "</thead><tbody>" + "".join(body)
+        '<table class="heat"><thead>'
+        + head
+        + "</thead><tbody>"
+        + "".join(body)
         + "</tbody></table>"
     )
 
@@ -296,9 +309,7 @@ def trajectories(comparison: Comparison, runs: Sequence[Run]) -> str:
         for t, eps in by_task.items():
             cell = comparison.matrix[row.label].get(t)
             instr = instructions.get(t, "")
-            episodes = "".join(
-                episode_html(e, f"e-{row.index}-{t}-{e.trial}", refs) for e in eps
-            )
+            episodes = "".join(episode_html(e, f"e-{row.index}-{t}-{e.trial}", refs) for e in eps)
             tasks.append(
                 f'<details class="task" id="t-{row.index}-{t}" data-task="{t}"><summary>'
                 f"task {t} · {escape(cell_text(cell))} · "
@@ -357,9 +368,7 @@ def render_report(comparison: Comparison, runs: Sequence[Run], title: str = "") 
     )
 
 
-def write_report(
-    path: Path, comparison: Comparison, runs: Sequence[Run], title: str = ""
-) -> Path:
+def write_report(path: Path, comparison: Comparison, runs: Sequence[Run], title: str = "") -> Path:
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(render_report(comparison, runs, title), encoding="utf-8")
     return path

@@ -142,7 +142,7 @@ def scatter(points: Sequence[Point], *, title: str, x_label: str, y_label: str) 
 
 
 def _money(v: float) -> str:
-    return f"${v:.4f}" if v < 0.1 else f"${v:.2f}"
+    return "$0" if v == 0 else f"${v:.2g}" if v < 1 else f"${v:.2f}"
 
 
 @dataclass(frozen=True)

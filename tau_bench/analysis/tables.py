@@ -39,16 +39,11 @@ def runs_table(comparison: Comparison) -> Any:
     from rich.table import Table
 
     table = Table(title=f"Runs compared on {len(comparison.task_ids)} tasks", show_lines=False)
-    for name, justify in [
-        ("#", "right"),
-        ("run", "left"),
-        ("agent", "left"),
-        ("user", "left"),
-        ("tasks", "right"),
-        ("trials", "right"),
-        ("avg reward", "right"),
-    ]:
-        table.add_column(name, justify=justify)  # type: ignore[arg-type]
+    table.add_column("#", justify="right")
+    for name in ("run", "agent", "user"):
+        table.add_column(name, overflow="fold")
+    for name in ("tasks", "trials", "avg reward"):
+        table.add_column(name, justify="right")
     for k in range(1, comparison.max_k + 1):
         table.add_column(f"pass^{k}", justify="right")
     for name in ("cost", "latency p50", "latency p95", "errors"):
@@ -78,8 +73,10 @@ def paired_table(comparison: Comparison) -> Any:
     table = Table(
         title="Paired difference on shared tasks (bootstrap over tasks)", show_lines=False
     )
-    for name in ("baseline", "vs", "tasks", "baseline", "other", "diff", f"{conf:.0%} CI"):
-        table.add_column(name, justify="right" if name not in ("baseline", "vs") else "left")
+    table.add_column("baseline")
+    table.add_column("vs")
+    for name in ("tasks", "baseline mean", "other mean", "diff", f"{conf:.0%} CI"):
+        table.add_column(name, justify="right")
     table.add_column("other better / worse / tie", justify="right")
     table.add_column("verdict")
     for p in comparison.paired:
@@ -101,7 +98,7 @@ def paired_table(comparison: Comparison) -> Any:
 def matrix_table(comparison: Comparison) -> Any:
     from rich.table import Table
 
-    table = Table(title="Per task: successes / scored trials (run # as above)")
+    table = Table(title="Per task: successes / scored trials (+Ne errored), run # as above")
     table.add_column("task", justify="right")
     for row in comparison.rows:
         table.add_column(f"#{row.index}", justify="center")

@@ -45,7 +45,9 @@ def eligible_users(domain: Domain) -> list[str]:
         return [
             uid
             for uid, user in users.items()
-            if any(orders.get(o, {}).get("status") in ("pending", "delivered") for o in user["orders"])
+            if any(
+                orders.get(o, {}).get("status") in ("pending", "delivered") for o in user["orders"]
+            )
         ]
     return [uid for uid, user in users.items() if user.get("reservations")]
 
@@ -70,7 +72,9 @@ def _methods(user: dict[str, Any]) -> list[dict[str, Any]]:
 # ----------------------------------------------------------------------------- retail
 
 
-def _retail_view(domain: Domain, user_id: str, rng: random.Random) -> tuple[dict[str, Any], list[str]]:
+def _retail_view(
+    domain: Domain, user_id: str, rng: random.Random
+) -> tuple[dict[str, Any], list[str]]:
     tables = domain.base_db.tables
     user = tables["users"][user_id]
     order_ids = [o for o in user["orders"] if o in tables["orders"]]
@@ -136,12 +140,19 @@ def _retail_view(domain: Domain, user_id: str, rng: random.Random) -> tuple[dict
 # ----------------------------------------------------------------------------- airline
 
 
-def _status(flights: dict[str, Any], number: str, date: str) -> str:
-    record = flights.get(number, {}).get("dates", {}).get(date)
-    return str(record.get("status")) if record else "unknown"
+def _segment(flights: dict[str, Any], segment: dict[str, Any]) -> dict[str, Any]:
+    """A reservation's flight with its status that day (and seats/prices if bookable)."""
+    record = flights.get(segment["flight_number"], {}).get("dates", {}).get(segment["date"])
+    out = {**segment, "status": str(record.get("status")) if record else "unknown"}
+    if record and record.get("status") == "available":
+        out["current_prices"] = record["prices"]
+        out["available_seats"] = record["available_seats"]
+    return out
 
 
-def _airline_view(domain: Domain, user_id: str, rng: random.Random) -> tuple[dict[str, Any], list[str]]:
+def _airline_view(
+    domain: Domain, user_id: str, rng: random.Random
+) -> tuple[dict[str, Any], list[str]]:
     tables = domain.base_db.tables
     flights = tables["flights"]
     user = tables["users"][user_id]
@@ -156,7 +167,7 @@ def _airline_view(domain: Domain, user_id: str, rng: random.Random) -> tuple[dic
         segments = []
         for f in res["flights"]:
             routes.add((f["origin"], f["destination"]))
-            segments.append({**f, "status": _status(flights, f["flight_number"], f["date"])})
+            segments.append(_segment(flights, f))
         reservations.append(
             {
                 **{k: v for k, v in res.items() if k not in ("flights", "user_id")},
@@ -176,11 +187,13 @@ def _airline_view(domain: Domain, user_id: str, rng: random.Random) -> tuple[dic
         if res["cabin"] == "business" or res.get("insurance") == "yes" or "cancelled" in statuses:
             intents.append(f"cancel reservation {rid}")
         if statuses & {"delayed", "cancelled"}:
-            intents.append(f"complain about a disrupted flight of reservation {rid} and ask for compensation")
+            intents.append(
+                f"complain about a disrupted flight of reservation {rid} and ask for compensation"
+            )
     intents.append("book a new trip")
     all_routes = sorted({(f["origin"], f["destination"]) for f in flights.values()})
     chosen = sorted(routes)
-    chosen = rng.sample(chosen, min(2, len(chosen))) + [rng.choice(all_routes)]
+    chosen = [*rng.sample(chosen, min(2, len(chosen))), rng.choice(all_routes)]
     view = {
         "user_id": user_id,
         "name": user["name"],

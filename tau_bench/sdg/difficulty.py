@@ -7,10 +7,10 @@ therefore a single write.
 
 from __future__ import annotations
 
-from enum import Enum
+from enum import StrEnum
 
 
-class Difficulty(str, Enum):
+class Difficulty(StrEnum):
     easy = "easy"
     medium = "medium"
     hard = "hard"

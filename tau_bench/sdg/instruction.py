@@ -44,7 +44,9 @@ def _internal_ids(context: UserContext, validation: Validation) -> set[str]:
                     ids.update(str(i) for i in item)
                 elif key == "payment_methods" and isinstance(item, list | dict):
                     methods = item.values() if isinstance(item, dict) else item
-                    ids.update(str(m.get("id")) for m in methods if isinstance(m, dict) and m.get("id"))
+                    ids.update(
+                        str(m.get("id")) for m in methods if isinstance(m, dict) and m.get("id")
+                    )
                     walk(item)
                 else:
                     walk(item)
@@ -69,7 +71,10 @@ def _identifies(context: UserContext, text: str) -> bool:
     first, last = str(name.get("first_name", "")).lower(), str(name.get("last_name", "")).lower()
     zip_code = str(view.get("address", {}).get("zip", ""))
     return bool(email and email in lowered) or (
-        bool(first and last and zip_code) and first in lowered and last in lowered and zip_code in text
+        bool(first and last and zip_code)
+        and first in lowered
+        and last in lowered
+        and zip_code in text
     )
 
 
@@ -78,7 +83,9 @@ def grounded(output: str, observations: Iterable[str]) -> bool:
     return any(needle in obs.lower().replace(",", "") for obs in observations)
 
 
-def instruction_check(context: UserContext, validation: Validation) -> Callable[[InstructionDraft], list[str]]:
+def instruction_check(
+    context: UserContext, validation: Validation
+) -> Callable[[InstructionDraft], list[str]]:
     """A check for `ask_json`: the problems of a draft (empty: usable)."""
     internal = _internal_ids(context, validation)
     observations = [a.observation for a in validation.executed]

@@ -95,13 +95,18 @@ def scenario_messages(
         f"<tools>\n{dumps(_tools(domain))}\n</tools>\n\n"
         f"<user_context>\n{dumps(context.view)}\n</user_context>\n\n"
         f"<request>\n{dumps(request)}\n</request>\n\n"
-        "Suggested focus (optional): " + ("; ".join(context.focus) or "anything realistic") + "\n"
+        "Suggested focus (optional): "
+        + ("; ".join(context.focus) or "anything realistic")
+        + "\n"
         + (f"What our real traffic looks like: {hint}\n" if hint else "")
         + "\n"
         + SCENARIO_RULES.format(low=low, high=high, writes=writes)
     )
     return [
-        {"role": "system", "content": SCENARIO_SYSTEM.format(domain=domain.name, policy=domain.policy)},
+        {
+            "role": "system",
+            "content": SCENARIO_SYSTEM.format(domain=domain.name, policy=domain.policy),
+        },
         {"role": "user", "content": user},
     ]
 
@@ -117,7 +122,11 @@ def repair_message(validation: Validation, difficulty: Difficulty) -> dict[str, 
         "role": "user",
         "content": (
             f"Validation rejected this sequence:\n{problems}\n\n"
-            + (f"Calls that ran before the failure, with what they returned:\n{ran}\n\n" if ran else "")
+            + (
+                f"Calls that ran before the failure, with what they returned:\n{ran}\n\n"
+                if ran
+                else ""
+            )
             + f"<request>\n{dumps(request)}\n</request>\n"
             f"Propose a corrected sequence for the same customer ({low} to {high} calls), "
             "in the same JSON format."
@@ -143,7 +152,11 @@ def instruction_messages(
     shipped = [t.instruction for t in domain.tasks("test")]
     examples = "\n".join(f"- {e}" for e in rng.sample(shipped, min(EXAMPLES, len(shipped))))
     actions = [
-        {"name": a.name, "kwargs": a.kwargs, "observation": a.observation[:PROMPT_OBSERVATION_CHARS]}
+        {
+            "name": a.name,
+            "kwargs": a.kwargs,
+            "observation": a.observation[:PROMPT_OBSERVATION_CHARS],
+        }
         for a in validation.executed
     ]
     request = {"stage": "instruction", "env": domain.name, "user_id": context.user_id}

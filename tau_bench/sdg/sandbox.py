@@ -91,7 +91,9 @@ class Sandbox:
                 break
             observation = env.execute(action.name, action.kwargs)
             tool = self.domain.tools[action.name]
-            executed.append(ExecutedAction(action.name, dict(action.kwargs), observation, tool.writes))
+            executed.append(
+                ExecutedAction(action.name, dict(action.kwargs), observation, tool.writes)
+            )
             if observation.startswith("Error") or observation.startswith("Unknown action"):
                 problems.append(Problem(TOOL_ERROR, f"{action.name}: {observation}", index))
                 break

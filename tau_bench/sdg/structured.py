@@ -107,7 +107,7 @@ async def ask_json(
     """Ask until the answer parses and passes `check`, at most twice (one retry)."""
     conversation = [dict(m) for m in messages]
     usage = Usage()
-    overrides = {"response_format": JSON_MODE} if json_mode else {}
+    overrides: dict[str, Any] = {"response_format": JSON_MODE} if json_mode else {}
     first_errors: list[str] = []
     raw = ""
     reason = MALFORMED

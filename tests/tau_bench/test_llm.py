@@ -4,8 +4,11 @@ from __future__ import annotations
 
 import asyncio
 import json
+from typing import Any
 
+import httpx
 import pytest
+import respx
 
 from tau_adapters.protocol import AdapterAuthError, AdapterError
 from tau_bench import llm
@@ -21,29 +24,15 @@ from tau_bench.llm import (
     redact,
     set_provider_limits,
 )
-from tests.tau_bench.agents.fake_llm import TEST_KEYS, FakeLLM, Reply, Request, fake_llm
+from tests.tau_bench.agents.fake_llm import TEST_KEYS, FakeLLM, Reply, Request, fake_llm, llm_env
 
-__all__ = ["fake_llm"]
+__all__ = ["fake_llm", "llm_env"]
 
 HELLO = [{"role": "system", "content": "Be brief."}, {"role": "user", "content": "hello there"}]
 
 
 def _echo(request: Request) -> Reply:
     return Reply(text=request.last_text.upper())
-
-
-def _scripted(*replies: Reply):
-    """A brain answering the n-th request with the n-th reply (the last one repeats)."""
-
-    def brain(request: Request) -> Reply:
-        n = len(fake_llm_requests(request))
-        return replies[min(n, len(replies)) - 1]
-
-    return brain
-
-
-def fake_llm_requests(request: Request) -> list[Request]:
-    return request.body.setdefault("_seen", [])  # never sent back; only counts calls
 
 
 @pytest.mark.parametrize(
@@ -67,7 +56,7 @@ async def test_shapes_usage_and_cost(fake_llm: FakeLLM, model: str, provider: st
     usage = completion.usage
     assert usage.calls == 1
     assert usage.prompt_tokens == max(1, len(json.dumps(request.body)) // 4)
-    assert usage.completion_tokens == max(1, len('HELLO THERE[]') // 4)
+    assert usage.completion_tokens == max(1, len("HELLO THERE[]") // 4)
     assert usage.cost > 0
     if provider == "openai":
         import litellm
@@ -105,7 +94,7 @@ async def test_api_base_for_openai_compatible_servers(
     fake_llm.brain = _echo
     completion = await complete(config, HELLO)
     request = fake_llm.requests[0]
-    assert request.url == config.api_base + "/chat/completions"
+    assert request.url == f"{config.api_base}/chat/completions"
     assert request.body["model"] == model_sent
     assert completion.content == "HELLO THERE"
     assert completion.usage.cost == 0.0  # an unknown model has no price: 0, no crash
@@ -122,9 +111,13 @@ def _failing_then_ok(*failures: Reply):
     return brain
 
 
-@pytest.mark.parametrize("model", ["openai/gpt-4o", "anthropic/claude-sonnet-4-5", "gemini/gemini-2.5-flash"])
+@pytest.mark.parametrize(
+    "model", ["openai/gpt-4o", "anthropic/claude-sonnet-4-5", "gemini/gemini-2.5-flash"]
+)
 async def test_429_with_retry_after_is_retried(fake_llm: FakeLLM, model: str) -> None:
-    fake_llm.brain = _failing_then_ok(Reply(status=429, headers={"Retry-After": "0"}, error="slow down"))
+    fake_llm.brain = _failing_then_ok(
+        Reply(status=429, headers={"Retry-After": "0"}, error="slow down")
+    )
     completion = await complete(LLMConfig(model=model), HELLO)
 
     assert completion.content == "ok after 1 failures"
@@ -184,7 +177,12 @@ def test_backoff_is_exponential_bounded_and_jittered() -> None:
             LLMContextWindowError,
             "context_window_exceeded",
         ),
-        (401, f"Incorrect API key provided: {TEST_KEYS['OPENAI_API_KEY']}", LLMAuthError, "auth_error"),
+        (
+            401,
+            f"Incorrect API key provided: {TEST_KEYS['OPENAI_API_KEY']}",
+            LLMAuthError,
+            "auth_error",
+        ),
         (403, "Project does not have access", LLMAuthError, "auth_error"),
     ],
 )
@@ -197,7 +195,8 @@ async def test_client_errors_are_not_retried(
 
     error = caught.value
     assert len(fake_llm.requests) == 1
-    assert isinstance(error, AdapterError) and error.kind == kind
+    assert isinstance(error, AdapterError) and isinstance(error, llm.LLMError)
+    assert error.kind == kind
     assert error.retryable is False and error.attempts == 1 and error.status == status
     assert isinstance(error, AdapterAuthError) == (status in (401, 403))
     text = str(error)
@@ -232,59 +231,64 @@ async def test_exhausted_retries_raise_a_retryable_error(fake_llm: FakeLLM) -> N
     assert limited.value.retryable and limited.value.attempts == llm.DEFAULT_RETRY.max_attempts
 
 
-async def _concurrent_calls(fake_llm: FakeLLM, calls: int, expect_in_flight: int) -> int:
-    """Start `calls` calls, hold the first `expect_in_flight` in the handler, count arrivals."""
-    arrived: list[int] = []
-    enough = asyncio.Event()
-    release = asyncio.Event()
+def _ok_response() -> httpx.Response:
+    message = {"role": "assistant", "content": "ok"}
+    return httpx.Response(
+        200,
+        json={
+            "id": "chatcmpl-1",
+            "object": "chat.completion",
+            "created": 1,
+            "model": "gpt-4o",
+            "choices": [{"index": 0, "message": message, "finish_reason": "stop"}],
+            "usage": {"prompt_tokens": 1, "completion_tokens": 1, "total_tokens": 2},
+        },
+    )
+
+
+async def _peak_concurrency(calls: int, expect_in_flight: int) -> int:
+    """Start `calls` calls; hold requests in the handler until `expect_in_flight` have
+    arrived, check no more did, then let all finish. Returns the most seen at once."""
+    arrived = 0
     in_flight = 0
     peak = 0
+    enough = asyncio.Event()
+    release = asyncio.Event()
 
-    async def handler(request):  # type: ignore[no-untyped-def]
-        nonlocal in_flight, peak
+    async def handler(request: httpx.Request) -> httpx.Response:
+        nonlocal arrived, in_flight, peak
+        arrived += 1
         in_flight += 1
         peak = max(peak, in_flight)
-        arrived.append(1)
-        if len(arrived) == expect_in_flight:
+        if arrived == expect_in_flight:
             enough.set()
         await release.wait()
         in_flight -= 1
-        import httpx
-
-        return httpx.Response(
-            200,
-            json={
-                "id": "x",
-                "object": "chat.completion",
-                "created": 1,
-                "model": "gpt-4o",
-                "choices": [{"index": 0, "message": {"role": "assistant", "content": "ok"}, "finish_reason": "stop"}],
-                "usage": {"prompt_tokens": 1, "completion_tokens": 1, "total_tokens": 2},
-            },
-        )
-
-    import respx
+        return _ok_response()
 
     with respx.mock(assert_all_mocked=True) as router:
         router.post("https://api.openai.com/v1/chat/completions").mock(side_effect=handler)
-        tasks = [
-            asyncio.create_task(complete(LLMConfig(model="openai/gpt-4o"), HELLO))
-            for _ in range(calls)
-        ]
-        await enough.wait()
-        assert len(arrived) == expect_in_flight
+        config = LLMConfig(model="openai/gpt-4o", max_attempts=1)
+        everything = asyncio.gather(*(complete(config, HELLO) for _ in range(calls)))
+        waiter = asyncio.ensure_future(enough.wait())
+        pending: set[asyncio.Future[Any]] = {everything, waiter}
+        await asyncio.wait(pending, return_when=asyncio.FIRST_COMPLETED)
+        assert waiter.done(), "the calls finished without ever being held"
+        # All calls run the same code in FIFO turns: by the time the held ones reach the
+        # handler, every other call has reached the handler or queued on the cap.
+        assert arrived == expect_in_flight
         release.set()
-        results = await asyncio.gather(*tasks)
+        results = await everything
     assert [r.content for r in results] == ["ok"] * calls
     return peak
 
 
-async def test_provider_limits_cap_concurrency(fake_llm: FakeLLM) -> None:
+async def test_provider_limits_cap_concurrency(llm_env: None) -> None:
     set_provider_limits({"openai": 2, "anthropic": 1})
     assert llm.provider_limits() == {"openai": 2, "anthropic": 1}
-    assert await _concurrent_calls(fake_llm, calls=4, expect_in_flight=2) == 2
+    assert await _peak_concurrency(calls=4, expect_in_flight=2) == 2
     set_provider_limits({"anthropic": 1})
-    assert await _concurrent_calls(fake_llm, calls=4, expect_in_flight=4) == 4
+    assert await _peak_concurrency(calls=4, expect_in_flight=4) == 4
     with pytest.raises(ValueError):
         set_provider_limits({"openai": 0})
 
@@ -295,7 +299,13 @@ def test_redact() -> None:
         "and 'api_key': 'hunter22secret' and my-own-secret-value"
     )
     out = redact(text, ["my-own-secret-value"])
-    for secret in ("sk-abcdef123456", "tok.en-value", "AIzaSyABCDEFGHIJKLMNOP", "hunter22secret", "my-own-secret-value"):
+    for secret in (
+        "sk-abcdef123456",
+        "tok.en-value",
+        "AIzaSyABCDEFGHIJKLMNOP",
+        "hunter22secret",
+        "my-own-secret-value",
+    ):
         assert secret not in out
     assert out.count("***") >= 5
 

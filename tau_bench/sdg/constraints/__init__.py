@@ -38,4 +38,7 @@ def check_action(
     check = _checks(domain).get(name)
     if check is None:
         return []
-    return [Problem(reason, f"{name}: {message}", index) for reason, message in check(db, user_id, kwargs)]
+    return [
+        Problem(reason, f"{name}: {message}", index)
+        for reason, message in check(db, user_id, kwargs)
+    ]

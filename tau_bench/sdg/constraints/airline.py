@@ -4,6 +4,7 @@ cancellations, bags, passengers, payments and compensation certificates."""
 
 from __future__ import annotations
 
+import itertools
 import re
 from collections.abc import Mapping
 from typing import Any
@@ -44,7 +45,7 @@ def _reservation(db: EpisodeDB, user_id: str, rid: Any) -> tuple[Any, list[Findi
 
 
 def _segment_status(db: EpisodeDB, flight: Mapping[str, Any]) -> str | None:
-    record = db["flights"].get(flight.get("flight_number"))
+    record = db["flights"].get(str(flight.get("flight_number")))
     if record is None:
         return None
     date = record["dates"].get(flight.get("date"))
@@ -94,32 +95,48 @@ def _check_flights(
             continue
         record = dates[date]
         if record["status"] != "available":
-            out.append((INVALID_REFERENCE, f"flight {number} on {date} is {record['status']}, not bookable"))
+            out.append(
+                (
+                    INVALID_REFERENCE,
+                    f"flight {number} on {date} is {record['status']}, not bookable",
+                )
+            )
         elif record["available_seats"].get(cabin, 0) < passengers:
-            out.append((INVALID_REFERENCE, f"flight {number} on {date} has no {passengers} {cabin} seats"))
+            out.append(
+                (INVALID_REFERENCE, f"flight {number} on {date} has no {passengers} {cabin} seats")
+            )
     return out
 
 
-def _route(db: EpisodeDB, flights: Any, origin: Any, destination: Any, flight_type: Any) -> list[Finding]:
+def _route(
+    db: EpisodeDB, flights: Any, origin: Any, destination: Any, flight_type: Any
+) -> list[Finding]:
     """The legs must chain and go origin -> destination (and back for a round trip)."""
     table = db["flights"]
     legs = []
     for flight in flights:
-        record = table.get(flight.get("flight_number"))
+        record = table.get(str(flight.get("flight_number")))
         if record is None:
             return []  # reported by _check_flights
         legs.append((record["origin"], record["destination"], flight.get("date") or ""))
     if not legs:
         return [(BAD_ARGUMENTS, "flights is empty")]
     trip = f"{flight_type} trip {origin}->{destination}"
-    chained = all(a[1] == b[0] for a, b in zip(legs, legs[1:], strict=False))
-    dated = all(a[2] <= b[2] for a, b in zip(legs, legs[1:], strict=False))
+    chained = all(a[1] == b[0] for a, b in itertools.pairwise(legs))
+    dated = all(a[2] <= b[2] for a, b in itertools.pairwise(legs))
     end = destination if flight_type == "one_way" else origin
     visits = flight_type == "one_way" or any(leg[1] == destination for leg in legs[:-1])
     if not (chained and dated and legs[0][0] == origin and legs[-1][1] == end and visits):
         path = " ".join(f"{o}->{d}({day})" for o, d, day in legs)
         return [(INVALID_REFERENCE, f"flights {path} do not make a {trip}")]
     return []
+
+
+def _free_bags(db: EpisodeDB, reservation: Mapping[str, Any]) -> int:
+    """The policy's free bag allowance of a reservation (membership x cabin x passengers)."""
+    membership = db["users"][reservation["user_id"]].get("membership", "regular")
+    per_passenger = FREE_BAGS.get(membership, FREE_BAGS["regular"]).get(reservation["cabin"], 0)
+    return per_passenger * len(reservation["passengers"])
 
 
 def _passengers_ok(passengers: Any) -> list[Finding]:
@@ -141,7 +158,9 @@ def book_reservation(db: EpisodeDB, user_id: str, kw: Mapping[str, Any]) -> list
         return out
     passengers, flights, cabin = kw["passengers"], kw["flights"], kw["cabin"]
     if not 1 <= len(passengers) <= MAX_PASSENGERS:
-        out.append((POLICY, f"a reservation has 1 to {MAX_PASSENGERS} passengers, not {len(passengers)}"))
+        out.append(
+            (POLICY, f"a reservation has 1 to {MAX_PASSENGERS} passengers, not {len(passengers)}")
+        )
     out += _passengers_ok(passengers)
     out += _check_flights(db, flights, cabin, len(passengers), set())
     out += _route(db, flights, kw["origin"], kw["destination"], kw["flight_type"])
@@ -161,8 +180,11 @@ def book_reservation(db: EpisodeDB, user_id: str, kw: Mapping[str, Any]) -> list
     total, nonfree = kw["total_baggages"], kw["nonfree_baggages"]
     if total < 0 or nonfree != max(0, total - free):
         out.append(
-            (POLICY, f"{total} bags for a {membership} member in {cabin} means "
-             f"{max(0, total - free)} non-free bags, not {nonfree}")
+            (
+                POLICY,
+                f"{total} bags for a {membership} member in {cabin} means "
+                f"{max(0, total - free)} non-free bags, not {nonfree}",
+            )
         )
     return out
 
@@ -181,8 +203,13 @@ def cancel_reservation(db: EpisodeDB, user_id: str, kw: Mapping[str, Any]) -> li
         or any(_segment_status(db, f) == "cancelled" for f in reservation["flights"])
     )
     if not eligible:
-        return [(POLICY, f"reservation {reservation['reservation_id']} may not be cancelled "
-                 "(not booked in the last 24 hours, not business, no insurance, no cancelled flight)")]
+        return [
+            (
+                POLICY,
+                f"reservation {reservation['reservation_id']} may not be cancelled "
+                "(not booked in the last 24 hours, not business, no insurance, no cancelled flight)",
+            )
+        ]
     return []
 
 
@@ -202,12 +229,16 @@ def update_reservation_flights(db: EpisodeDB, user_id: str, kw: Mapping[str, Any
         out.append((POLICY, "the update changes neither the flights nor the cabin"))
     kept = set(old) if cabin == reservation["cabin"] else set()
     out += _check_flights(db, flights, cabin, len(reservation["passengers"]), kept)
-    out += _route(db, flights, reservation["origin"], reservation["destination"], reservation["flight_type"])
+    out += _route(
+        db, flights, reservation["origin"], reservation["destination"], reservation["flight_type"]
+    )
     out += _payment(db, user_id, kw["payment_id"], certificate_ok=False)[1]
     return out
 
 
-def update_reservation_baggages(db: EpisodeDB, user_id: str, kw: Mapping[str, Any]) -> list[Finding]:
+def update_reservation_baggages(
+    db: EpisodeDB, user_id: str, kw: Mapping[str, Any]
+) -> list[Finding]:
     reservation, out = _reservation(db, user_id, kw["reservation_id"])
     if reservation is None:
         return out
@@ -216,16 +247,29 @@ def update_reservation_baggages(db: EpisodeDB, user_id: str, kw: Mapping[str, An
         return out
     total, nonfree = kw["total_baggages"], kw["nonfree_baggages"]
     if not 0 <= nonfree <= total:
-        out.append((BAD_ARGUMENTS, f"nonfree_baggages {nonfree} must be between 0 and total {total}"))
+        out.append(
+            (BAD_ARGUMENTS, f"nonfree_baggages {nonfree} must be between 0 and total {total}")
+        )
     if total < reservation["total_baggages"] or nonfree < reservation["nonfree_baggages"]:
         out.append((POLICY, "checked bags can be added, not removed"))
-    elif (total, nonfree) == (reservation["total_baggages"], reservation["nonfree_baggages"]):
-        out.append((POLICY, "the update does not change the bags"))
+    elif total == reservation["total_baggages"]:
+        out.append((POLICY, "the update adds no bag"))
+    else:
+        expected = max(reservation["nonfree_baggages"], total - _free_bags(db, reservation))
+        if nonfree != expected:
+            out.append(
+                (
+                    POLICY,
+                    f"with {total} bags the free allowance leaves {expected} non-free bags, not {nonfree}",
+                )
+            )
     out += _payment(db, user_id, kw["payment_id"], certificate_ok=False)[1]
     return out
 
 
-def update_reservation_passengers(db: EpisodeDB, user_id: str, kw: Mapping[str, Any]) -> list[Finding]:
+def update_reservation_passengers(
+    db: EpisodeDB, user_id: str, kw: Mapping[str, Any]
+) -> list[Finding]:
     reservation, out = _reservation(db, user_id, kw["reservation_id"])
     if reservation is None:
         return out
@@ -252,8 +296,13 @@ def send_certificate(db: EpisodeDB, user_id: str, kw: Mapping[str, Any]) -> list
     }
     allowed = sorted({50 * n for n in counts} | {100 * n for n in counts})
     if kw["amount"] not in allowed:
-        return [(POLICY, f"a compensation certificate is $50 or $100 per passenger of one of "
-                 f"the user's reservations ({allowed}), not {kw['amount']}")]
+        return [
+            (
+                POLICY,
+                f"a compensation certificate is $50 or $100 per passenger of one of "
+                f"the user's reservations ({allowed}), not {kw['amount']}",
+            )
+        ]
     return []
 
 

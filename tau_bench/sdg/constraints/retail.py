@@ -60,7 +60,12 @@ def _new_items(db: EpisodeDB, order: Mapping[str, Any], kw: Mapping[str, Any]) -
         if new == old:
             out.append((POLICY, f"new item {new} is the item {old} itself"))
         elif new not in variants:
-            out.append((INVALID_REFERENCE, f"{new!r} is not a variant of {item['name']} ({item['product_id']})"))
+            out.append(
+                (
+                    INVALID_REFERENCE,
+                    f"{new!r} is not a variant of {item['name']} ({item['product_id']})",
+                )
+            )
         elif not variants[new]["available"]:
             out.append((INVALID_REFERENCE, f"item {new} ({item['name']}) is not available"))
     return out
@@ -116,7 +121,9 @@ def _own_order(db: EpisodeDB, user_id: str, kw: Mapping[str, Any]) -> list[Findi
 
 def _same_user(db: EpisodeDB, user_id: str, kw: Mapping[str, Any]) -> list[Finding]:
     if kw["user_id"] != user_id:
-        return [(INVALID_REFERENCE, f"user_id {kw['user_id']!r} is not the task's user {user_id!r}")]
+        return [
+            (INVALID_REFERENCE, f"user_id {kw['user_id']!r} is not the task's user {user_id!r}")
+        ]
     return []
 
 

@@ -129,7 +129,9 @@ def _anthropic_request(body: dict[str, Any]) -> tuple[str, list[dict[str, Any]],
             if kind == "text":
                 texts.append(block["text"])
             elif kind == "tool_use":
-                calls.append({"id": block["id"], "name": block["name"], "arguments": block["input"]})
+                calls.append(
+                    {"id": block["id"], "name": block["name"], "arguments": block["input"]}
+                )
             elif kind == "tool_result":
                 messages.append(
                     {
@@ -148,7 +150,9 @@ def _anthropic_request(body: dict[str, Any]) -> tuple[str, list[dict[str, Any]],
 
 
 def _gemini_request(body: dict[str, Any]) -> tuple[str, list[dict[str, Any]], list[str]]:
-    system = _text_of((body.get("systemInstruction") or body.get("system_instruction") or {}).get("parts"))
+    system = _text_of(
+        (body.get("systemInstruction") or body.get("system_instruction") or {}).get("parts")
+    )
     messages: list[dict[str, Any]] = []
     for c in body.get("contents", []):
         role = "assistant" if c.get("role") == "model" else "user"
@@ -159,11 +163,20 @@ def _gemini_request(body: dict[str, Any]) -> tuple[str, list[dict[str, Any]], li
             if "text" in part:
                 texts.append(part["text"])
             elif call:
-                calls.append({"id": call["name"], "name": call["name"], "arguments": call.get("args", {})})
+                calls.append(
+                    {
+                        "id": call["name"],
+                        "name": call["name"],
+                        "arguments": call.get("args", {}),
+                        "signature": part.get("thoughtSignature") or part.get("thought_signature"),
+                    }
+                )
             elif response_part:
                 fr = response_part
                 response = fr.get("response", {})
-                content = response.get("content", response) if isinstance(response, dict) else response
+                content = (
+                    response.get("content", response) if isinstance(response, dict) else response
+                )
                 messages.append(
                     {
                         "role": "tool",
@@ -216,7 +229,9 @@ class FakeLLM:
 
     # -- plumbing
 
-    def _ask(self, provider: str, model: str, parsed: tuple[Any, Any, Any], http: httpx.Request) -> tuple[Reply, Request]:
+    def _ask(
+        self, provider: str, model: str, parsed: tuple[Any, Any, Any], http: httpx.Request
+    ) -> tuple[Reply, Request]:
         system, messages, tools = parsed
         request = Request(
             provider=provider,
@@ -295,7 +310,9 @@ class FakeLLM:
         if reply.text:
             content.append({"type": "text", "text": reply.text})
         for name, args in reply.tool_calls:
-            content.append({"type": "tool_use", "id": f"toolu_{next(self._ids)}", "name": name, "input": args})
+            content.append(
+                {"type": "tool_use", "id": f"toolu_{next(self._ids)}", "name": name, "input": args}
+            )
         return httpx.Response(
             200,
             json={
@@ -322,12 +339,19 @@ class FakeLLM:
         if reply.text:
             parts.append({"text": reply.text})
         for name, args in reply.tool_calls:
-            parts.append({"functionCall": {"name": name, "args": args}})
+            # Gemini thinking models sign function calls; the signature must come back.
+            parts.append(
+                {"functionCall": {"name": name, "args": args}, "thoughtSignature": f"sig-{name}"}
+            )
         return httpx.Response(
             200,
             json={
                 "candidates": [
-                    {"content": {"role": "model", "parts": parts}, "finishReason": "STOP", "index": 0}
+                    {
+                        "content": {"role": "model", "parts": parts},
+                        "finishReason": "STOP",
+                        "index": 0,
+                    }
                 ],
                 "usageMetadata": {
                     "promptTokenCount": prompt,
@@ -349,8 +373,8 @@ TEST_KEYS = {
 
 
 @pytest.fixture
-def fake_llm(monkeypatch: pytest.MonkeyPatch) -> Iterator[FakeLLM]:
-    """Dummy keys, zero retry waits, no provider caps, and every HTTP call mocked."""
+def llm_env(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
+    """Dummy keys, zero retry waits and no provider caps, restored afterwards."""
     from tau_bench import llm
 
     for name, value in TEST_KEYS.items():
@@ -359,8 +383,14 @@ def fake_llm(monkeypatch: pytest.MonkeyPatch) -> Iterator[FakeLLM]:
         llm, "DEFAULT_RETRY", llm.RetryPolicy(initial_wait=0.0, max_wait=0.0, jitter=0.0)
     )
     llm.set_provider_limits({})
+    yield
+    llm.set_provider_limits({})
+
+
+@pytest.fixture
+def fake_llm(llm_env: None) -> Iterator[FakeLLM]:
+    """`llm_env` plus every HTTP call answered by a `FakeLLM` (nothing reaches the network)."""
     with respx.mock(assert_all_mocked=True, assert_all_called=False) as router:
         fake = FakeLLM(router)
         yield fake
-    llm.set_provider_limits({})
     assert not fake.failures, f"the fake model's brain failed: {fake.failures}"

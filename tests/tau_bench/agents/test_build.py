@@ -51,3 +51,29 @@ def test_registered_and_built_from_run_options(name: str) -> None:
 def test_a_model_is_required(name: str) -> None:
     with pytest.raises(AdapterConfigError, match="no model"):
         build_provider(name, {"model": None, "env": "airline"})
+
+
+async def test_the_runners_own_options_reach_the_provider(fake_llm) -> None:  # type: ignore[no-untyped-def]
+    """RunConfig turns `--model gemini/...` into model_provider "gemini" as well: both given."""
+    from tau_adapters.protocol import SessionContext, UserTurn
+    from tau_bench.config import RunConfig
+    from tau_bench.users import build_user
+    from tests.tau_bench.agents.fake_llm import Reply
+
+    fake_llm.brain = lambda request: Reply(text=f"{request.provider}:{request.model}")
+    config = RunConfig(
+        env="airline",
+        model="gemini/gemini-2.5-flash",
+        user_model="anthropic/claude-sonnet-4-5",
+        temperature=0.2,
+        seed=4,
+    )
+    agent = build_provider("tool-calling", config.adapter_options()).new_adapter()
+    await agent.start(SessionContext("s", "airline", [], policy="P"))
+    turn = await agent.send(UserTurn("hi"))
+    assert turn.text == "gemini:gemini-2.5-flash"
+    assert fake_llm.requests[-1].body["generationConfig"]["temperature"] == 0.2
+
+    user = build_user(config.user_strategy, **config.user_options())
+    assert await user.start("Your user id is x.") == "anthropic:claude-sonnet-4-5"
+    assert fake_llm.requests[-1].body["temperature"] == 0.0

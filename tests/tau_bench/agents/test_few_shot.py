@@ -20,15 +20,24 @@ def _examples_in(system: str, displays: list[str]) -> list[int]:
     return [i for i, d in enumerate(displays) if d.strip() in system]
 
 
-async def test_episode_task13_with_dataset_examples(fake_llm: FakeLLM, airline, data_dir: Path) -> None:
+async def test_episode_task13_with_dataset_examples(
+    fake_llm: FakeLLM, airline, data_dir: Path
+) -> None:
     brain = Task13()
     fake_llm.brain = brain
     provider = build_provider(
         "few-shot",
-        {"model": "gemini/gemini-2.5-flash", "env": "airline", "data_dir": str(data_dir), "seed": 10},
+        {
+            "model": "gemini/gemini-2.5-flash",
+            "env": "airline",
+            "data_dir": str(data_dir),
+            "seed": 10,
+        },
     )
     user = build_user("llm", model="gemini/gemini-2.5-flash")
-    episode = await run_task(airline, airline.tasks()[TASK_ID], TASK_ID, provider.new_adapter(), user)
+    episode = await run_task(
+        airline, airline.tasks()[TASK_ID], TASK_ID, provider.new_adapter(), user
+    )
 
     assert episode.result.error is None, episode.result.error
     assert episode.reward_value == 1.0
@@ -52,7 +61,9 @@ def test_examples_depend_on_seed_task_and_trial(airline, data_dir: Path) -> None
     def shown(task_id: int, trial: int, seed: int | None = None) -> tuple[int, ...]:
         p = provider
         if seed is not None:
-            p = build_provider("few-shot", {"model": "m", "env": "airline", "num_few_shots": 3, "seed": seed})
+            p = build_provider(
+                "few-shot", {"model": "m", "env": "airline", "num_few_shots": 3, "seed": seed}
+            )
         agent = p.new_adapter()
         assert isinstance(agent, FewShotAgent)
         session = SessionContext("x", "airline", [], policy="P", task_id=task_id, trial=trial)
@@ -76,7 +87,8 @@ async def test_explicit_displays_path(fake_llm: FakeLLM, tmp_path: Path) -> None
 
     fake_llm.brain = brain
     agent = build_provider(
-        "few-shot", {"model": "openai/gpt-4o", "few_shot_displays_path": str(path), "num_few_shots": 10}
+        "few-shot",
+        {"model": "openai/gpt-4o", "few_shot_displays_path": str(path), "num_few_shots": 10},
     ).new_adapter()
     await agent.start(SessionContext("s", "retail", [], policy="POLICY"))
     turn = await agent.send(UserTurn("hi"))
@@ -88,5 +100,5 @@ def test_bad_displays_fail_at_build(tmp_path: Path, content: str | None) -> None
     path = tmp_path / "shots.jsonl"
     if content is not None:
         path.write_text(content, encoding="utf-8")
-    with pytest.raises(AdapterConfigError, match="shots.jsonl"):
+    with pytest.raises(AdapterConfigError, match=r"shots\.jsonl"):
         build_provider("few-shot", {"model": "m", "few_shot_displays_path": str(path)})

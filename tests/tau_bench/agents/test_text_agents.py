@@ -78,9 +78,17 @@ async def test_unparseable_reply_goes_to_the_user_as_text(fake_llm: FakeLLM, air
 
 
 def test_parse_action_forms() -> None:
-    parsed = parse_action('Thought:\nneed the user\nAction:\n{"name": "get_user_details", "arguments": {"user_id": "a"}}')
-    assert (parsed.name, parsed.arguments, parsed.thought) == ("get_user_details", {"user_id": "a"}, "need the user")
-    fenced = parse_action('Action:\n```json\n{"name": "respond", "arguments": {"content": "Hi"}}\n```')
+    parsed = parse_action(
+        'Thought:\nneed the user\nAction:\n{"name": "get_user_details", "arguments": {"user_id": "a"}}'
+    )
+    assert (parsed.name, parsed.arguments, parsed.thought) == (
+        "get_user_details",
+        {"user_id": "a"},
+        "need the user",
+    )
+    fenced = parse_action(
+        'Action:\n```json\n{"name": "respond", "arguments": {"content": "Hi"}}\n```'
+    )
     assert (fenced.name, fenced.arguments, fenced.error) == ("respond", {"content": "Hi"}, "")
     bare = parse_action("Hello, how can I help?")
     assert (bare.name, bare.arguments["content"]) == ("respond", "Hello, how can I help?")

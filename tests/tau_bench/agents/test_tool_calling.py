@@ -46,6 +46,13 @@ async def test_episode_task13_scores_one(fake_llm: FakeLLM, airline, provider: s
     assert result.agent_usage.calls == 3 and result.user_usage.calls == 2
     assert result.agent_usage.prompt_tokens > 0 and result.agent_usage.cost > 0
     assert result.user_usage.cost > 0
+    if provider == "gemini":
+        # Gemini's thought signatures on function calls are sent back with the history.
+        last = fake_llm.requests[-1]
+        calls = [c for m in last.messages for c in m.get("tool_calls", [])]
+        assert [(c["name"], c["signature"]) for c in calls] == [
+            ("get_user_details", "sig-get_user_details")
+        ]
     # The policy is the agent's system prompt and the tools are the domain's.
     agent_request = next(r for r in fake_llm.requests if r.tools)
     assert agent_request.system == airline.policy
@@ -80,9 +87,7 @@ async def test_results_for_a_prefix_drop_the_other_calls(fake_llm: FakeLLM, airl
     assert [c.name for c in turn.tool_calls] == ["get_user_details", "get_user_details"]
     assert turn.tool_calls[1].arguments == {"user_id": "mia_li_3668"}
     first = turn.tool_calls[0]
-    answer = await agent.send(
-        ToolResults([ToolResult(first.id, first.name, '{"name": "James"}')])
-    )
+    answer = await agent.send(ToolResults([ToolResult(first.id, first.name, '{"name": "James"}')]))
 
     assert answer.text == "I looked up 1 user(s)."
     sent = fake_llm.requests[-1].body["messages"]

@@ -106,10 +106,14 @@ async def test_reflection_user_rewrites_after_reflecting(fake_llm: FakeLLM) -> N
     def brain(request: Request) -> Reply:
         if request.system.startswith("You review"):
             proposed = request.last_text.split("Proposed next customer message:")[1]
-            return Reply(text="Classification: " + ("false" if "everything" in proposed else "true"))
+            return Reply(
+                text="Classification: " + ("false" if "everything" in proposed else "true")
+            )
         if "judged inconsistent" in request.last_text:
             assert "Here is everything" in request.last_text
-            return Reply(text="Reflection:\nI said too much.\n\nResponse:\nHi, I have a question about an order.")
+            return Reply(
+                text="Reflection:\nI said too much.\n\nResponse:\nHi, I have a question about an order."
+            )
         return Reply(text="Here is everything: " + INSTRUCTION)
 
     fake_llm.brain = brain
@@ -117,7 +121,10 @@ async def test_reflection_user_rewrites_after_reflecting(fake_llm: FakeLLM) -> N
     assert isinstance(user, ReflectionUser)
     assert await user.start(INSTRUCTION) == "Hi, I have a question about an order."
     assert user.usage.calls == 4  # generate, verify (no), reflect, verify (yes)
-    assert user.messages[-1] == {"role": "assistant", "content": "Hi, I have a question about an order."}
+    assert user.messages[-1] == {
+        "role": "assistant",
+        "content": "Hi, I have a question about an order.",
+    }
 
 
 @pytest.mark.parametrize("strategy", ["react", "verify", "reflection"])

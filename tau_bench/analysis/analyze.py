@@ -1,0 +1,322 @@
+"""`tau analyze`: an LLM reads each failed episode and says whose fault it was and how.
+
+As τ-bench's automatic error identification: the fault's author (user, agent,
+environment) and its type (goal partially completed, wrong tool, wrong tool argument,
+unintended action, other), plus a one-paragraph description. One model call per failed
+episode through `tau_bench.llm.complete` (transport retries, cost, provider caps), asking
+for JSON with a schema and validating it with pydantic. A reply that does not validate
+is retried once with the validation error; a second bad reply - or a call that fails
+for good - is recorded as unclassified, never raised: one bad episode never stops the
+analysis.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import re
+from collections import Counter
+from collections.abc import Sequence
+from dataclasses import asdict, dataclass
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+from tau_bench.analysis.loading import Run
+from tau_bench.llm import LLMConfig, LLMError, complete
+from tau_bench.results import EpisodeRecord, is_success
+
+FAULT_AUTHORS = ("user", "agent", "environment")
+FAULT_TYPES = (
+    "goal_partially_completed",
+    "used_wrong_tool",
+    "used_wrong_tool_argument",
+    "took_unintended_action",
+    "other",
+)
+MAX_OBSERVATION_CHARS = 1500
+
+
+class FaultAnalysis(BaseModel):
+    """What the model must answer (validated; extra keys are refused)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    fault_author: Literal["user", "agent", "environment"]
+    fault_type: Literal[
+        "goal_partially_completed",
+        "used_wrong_tool",
+        "used_wrong_tool_argument",
+        "took_unintended_action",
+        "other",
+    ]
+    description: str = Field(min_length=1, max_length=2000)
+
+
+RESPONSE_FORMAT = {
+    "type": "json_schema",
+    "json_schema": {
+        "name": "fault_analysis",
+        "strict": True,
+        "schema": {
+            "type": "object",
+            "properties": {
+                "fault_author": {"type": "string", "enum": list(FAULT_AUTHORS)},
+                "fault_type": {"type": "string", "enum": list(FAULT_TYPES)},
+                "description": {"type": "string"},
+            },
+            "required": ["fault_author", "fault_type", "description"],
+            "additionalProperties": False,
+        },
+    },
+}
+
+SYSTEM_PROMPT = """\
+You review failed conversations of a customer-service agent benchmark. A simulated \
+user (following a hidden instruction) talks to an agent that must follow a policy and \
+use tools on a database. The episode failed: the final database differs from the \
+expected one, or the agent did not tell the user required information.
+
+Decide who caused the failure:
+- "user": the simulated user deviated from its instruction (wrong details, gave up, \
+asked for something else);
+- "agent": the agent made a mistake;
+- "environment": a tool or the task itself is wrong (a tool error that is not the \
+agent's fault, an impossible or contradictory task).
+
+and the kind of failure:
+- "goal_partially_completed": only part of what the user wanted was done;
+- "used_wrong_tool": the agent called a tool that does not fit the need;
+- "used_wrong_tool_argument": the right tool with wrong arguments;
+- "took_unintended_action": an action the user did not ask for or the policy forbids;
+- "other": anything else (say what in the description).
+
+Answer with one JSON object only, no prose around it:
+{"fault_author": "user" | "agent" | "environment", "fault_type": "goal_partially_completed" \
+| "used_wrong_tool" | "used_wrong_tool_argument" | "took_unintended_action" | "other", \
+"description": "one short paragraph: what went wrong, citing the step"}"""
+
+
+@dataclass
+class EpisodeAnalysis:
+    run: str
+    task_id: int
+    trial: int
+    reward: float | None
+    status: str  # "classified" or "unclassified"
+    fault_author: str | None = None
+    fault_type: str | None = None
+    description: str = ""
+    error: str | None = None
+    attempts: int = 0
+    cost: float = 0.0
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+# -- the prompt ------------------------------------------------------------------------
+
+
+def _call_text(name: str, arguments: Any) -> str:
+    if isinstance(arguments, str):
+        try:
+            arguments = json.loads(arguments)
+        except json.JSONDecodeError:
+            return f"{name}({arguments})"
+    return f"{name}({json.dumps(arguments, ensure_ascii=False)})"
+
+
+def _content(value: Any) -> str:
+    if isinstance(value, list):
+        return "".join(str(p.get("text", "")) if isinstance(p, dict) else str(p) for p in value)
+    return "" if value is None else str(value)
+
+
+def _clip(text: str, limit: int = MAX_OBSERVATION_CHARS) -> str:
+    return text if len(text) <= limit else text[:limit] + f"… [{len(text) - limit} more chars]"
+
+
+def conversation_text(messages: Sequence[dict[str, Any]]) -> str:
+    """The trajectory as plain text lines (the policy is given separately)."""
+    lines = []
+    for m in messages:
+        role = m.get("role")
+        if role == "system":
+            continue
+        text = _content(m.get("content"))
+        if role == "user":
+            lines.append(f"[user] {text}")
+        elif role == "assistant":
+            if text:
+                lines.append(f"[agent] {text}")
+            for call in m.get("tool_calls") or []:
+                fn = call.get("function") or {}
+                lines.append(
+                    f"[agent -> tool] {_call_text(str(fn.get('name')), fn.get('arguments'))}"
+                )
+        elif role == "tool":
+            lines.append(f"[tool {m.get('name', '')}] {_clip(text)}")
+    return "\n".join(lines)
+
+
+def episode_prompt(record: EpisodeRecord) -> str:
+    """What the judge reads about one failed episode."""
+    task = record.task or {}
+    info = record.reward_info or {}
+    actions = info.get("actions") or task.get("actions") or []
+    parts = ["# Instruction given to the simulated user", str(task.get("instruction", "?"))]
+    parts += [
+        "# Expected actions (a correct agent's tool calls)",
+        "\n".join(_call_text(a.get("name", "?"), a.get("kwargs", {})) for a in actions) or "(none)",
+    ]
+    outputs = task.get("outputs") or []
+    if outputs:
+        parts += ["# Information the agent had to tell the user", ", ".join(map(str, outputs))]
+    scoring = [f"reward {record.reward}"]
+    r_actions = info.get("r_actions", (info.get("info") or {}).get("r_actions"))
+    if r_actions is not None:
+        scoring.append("final database matches" if r_actions == 1 else "final database differs")
+    missing = [o for o, ok in (info.get("outputs") or {}).items() if not ok]
+    if missing:
+        scoring.append("not told to the user: " + ", ".join(missing))
+    for d in (info.get("db_diff") or [])[:15]:
+        scoring.append(
+            f"{d.get('table')}/{d.get('record')} {d.get('path')}: agent "
+            f"{json.dumps(d.get('agent'), ensure_ascii=False)} expected "
+            f"{json.dumps(d.get('expected'), ensure_ascii=False)}"
+        )
+    parts += ["# How the episode was scored", "\n".join(scoring)]
+    policy = next(
+        (_content(m.get("content")) for m in record.messages if m.get("role") == "system"), ""
+    )
+    if policy:
+        parts += ["# The agent's policy", policy]
+    parts += ["# Conversation", conversation_text(record.messages)]
+    return "\n\n".join(parts)
+
+
+# -- parsing ---------------------------------------------------------------------------
+
+_FENCE = re.compile(r"^```(?:json)?\s*(.*?)\s*```$", re.DOTALL)
+
+
+def parse_reply(text: str) -> FaultAnalysis:
+    """The model's JSON (code fences tolerated); ValueError says what is wrong."""
+    body = text.strip()
+    fenced = _FENCE.match(body)
+    if fenced:
+        body = fenced.group(1)
+    try:
+        data = json.loads(body)
+    except json.JSONDecodeError as exc:
+        raise ValueError(f"not JSON ({exc.msg})") from None
+    try:
+        return FaultAnalysis.model_validate(data)
+    except ValidationError as exc:
+        first = exc.errors()[0]
+        where = ".".join(str(p) for p in first["loc"]) or "object"
+        raise ValueError(f"{where}: {first['msg']}") from None
+
+
+# -- calls -----------------------------------------------------------------------------
+
+
+async def classify(config: LLMConfig, run: str, record: EpisodeRecord) -> EpisodeAnalysis:
+    """One failed episode classified; never raises (except cancellation)."""
+    result = EpisodeAnalysis(run, record.task_id, record.trial, record.reward, "unclassified")
+    messages: list[dict[str, Any]] = [
+        {"role": "system", "content": SYSTEM_PROMPT},
+        {"role": "user", "content": episode_prompt(record)},
+    ]
+    for attempt in (1, 2):
+        result.attempts = attempt
+        try:
+            completion = await complete(config, messages, response_format=RESPONSE_FORMAT)
+        except LLMError as exc:
+            result.error = f"{exc.kind}: {exc}"
+            return result
+        result.cost += completion.usage.cost
+        try:
+            analysis = parse_reply(completion.content)
+        except ValueError as exc:
+            result.error = f"malformed reply: {exc}"
+            messages += [
+                {"role": "assistant", "content": completion.content},
+                {
+                    "role": "user",
+                    "content": f"That reply is not valid ({exc}). Answer again with only "
+                    "the JSON object, using exactly the keys and values described.",
+                },
+            ]
+            continue
+        result.status = "classified"
+        result.error = None
+        result.fault_author = analysis.fault_author
+        result.fault_type = analysis.fault_type
+        result.description = analysis.description
+        return result
+    return result
+
+
+def failed_records(run: Run, limit: int | None = None) -> list[EpisodeRecord]:
+    """Scored episodes that did not succeed, by task then trial (errored ones are not
+    failures of the agent: they have their own error)."""
+    failed = sorted(
+        (r for r in run.records if not r.is_error and not is_success(r.reward)),
+        key=lambda r: (r.task_id, r.trial),
+    )
+    return failed if limit is None else failed[:limit]
+
+
+@dataclass
+class Analysis:
+    model: str
+    results: list[EpisodeAnalysis]
+    failed: dict[str, int]
+
+    def summary(self) -> dict[str, Any]:
+        classified = [r for r in self.results if r.status == "classified"]
+        agent = [r for r in classified if r.fault_author == "agent"]
+        return {
+            "analyzed": len(self.results),
+            "classified": len(classified),
+            "unclassified": len(self.results) - len(classified),
+            "fault_author": dict(Counter(r.fault_author for r in classified)),
+            "fault_type": dict(Counter(r.fault_type for r in classified)),
+            "fault_type_of_agent_faults": dict(Counter(r.fault_type for r in agent)),
+            "cost": sum(r.cost for r in self.results),
+        }
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "model": self.model,
+            "failed_episodes": self.failed,
+            "summary": self.summary(),
+            "results": [r.to_dict() for r in self.results],
+        }
+
+
+async def analyze_runs(
+    runs: Sequence[Run],
+    config: LLMConfig,
+    *,
+    max_failed: int | None = None,
+    max_concurrency: int = 1,
+) -> Analysis:
+    """Classify up to `max_failed` failed episodes of each run, `max_concurrency` at once."""
+    if max_concurrency < 1:
+        raise ValueError("max_concurrency must be at least 1")
+    semaphore = asyncio.Semaphore(max_concurrency)
+    jobs: list[tuple[str, EpisodeRecord]] = []
+    failed: dict[str, int] = {}
+    for run in runs:
+        failed[run.label] = len(failed_records(run))
+        jobs += [(run.label, r) for r in failed_records(run, max_failed)]
+
+    async def one(label: str, record: EpisodeRecord) -> EpisodeAnalysis:
+        async with semaphore:
+            return await classify(config, label, record)
+
+    results = await asyncio.gather(*(one(label, r) for label, r in jobs))
+    return Analysis(model=config.model, results=list(results), failed=failed)

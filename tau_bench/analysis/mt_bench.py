@@ -1,0 +1,132 @@
+"""The MT-bench-style export: a folder of per-task chat JSONL files and one scores file.
+
+Layout, under `<out>/<dataset>_<YYYYmmdd_HHMMSS>/`:
+
+* `<model>_task<id>_trajectory.jsonl` — the conversation, one `{"role", "content"}` per
+  line. An assistant message that called tools has the calls as its content, written
+  `name({...json...})` (after its text, if any).
+* `<model>_scores.jsonl` — one object per task: `task-id`, `prompt` (the task's
+  instruction), `result` (the agent's tool calls as `name({...json...})`, joined by
+  `, `), `truth` (the ground-truth actions, same form), `score` (the reward; 0 for an
+  errored episode, which also gets `error`), `duration` (seconds), `trial`.
+
+With several trials, trial 0 keeps the names above and trial k > 0 writes
+`<model>_task<id>_trial<k>_trajectory.jsonl` and its own line in the scores file.
+`model` is sanitised for file names: every run of characters other than letters,
+digits, `.`, `-` and `_` becomes `_` (`openai/gpt-4o` -> `openai_gpt-4o`).
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Iterable
+from datetime import datetime
+from pathlib import Path
+from typing import Any
+
+from tau_bench.results import EpisodeRecord
+from tau_bench.tasks import RESPOND_ACTION
+
+_UNSAFE = re.compile(r"[^A-Za-z0-9._-]+")
+
+
+def safe_name(name: str) -> str:
+    """`name` usable as a file-name part (see the module docstring)."""
+    cleaned = _UNSAFE.sub("_", name).strip("._")
+    return cleaned or "model"
+
+
+def action_text(name: str, arguments: Any) -> str:
+    """`name({...json...})`; string arguments (OpenAI's JSON text) are decoded first."""
+    if isinstance(arguments, str):
+        try:
+            arguments = json.loads(arguments) if arguments.strip() else {}
+        except json.JSONDecodeError:
+            return f"{name}({arguments})"
+    return f"{name}({json.dumps(arguments, ensure_ascii=False)})"
+
+
+def _content(value: Any) -> str:
+    if isinstance(value, list):
+        return "".join(str(p.get("text", "")) if isinstance(p, dict) else str(p) for p in value)
+    return "" if value is None else str(value)
+
+
+def _calls(message: dict[str, Any]) -> list[str]:
+    out = []
+    for call in message.get("tool_calls") or []:
+        fn = call.get("function") or {}
+        out.append(action_text(str(fn.get("name", "")), fn.get("arguments", {})))
+    return out
+
+
+def agent_actions(messages: Iterable[dict[str, Any]]) -> list[str]:
+    """The agent's tool calls in order, as `name({...})`."""
+    return [c for m in messages if m.get("role") == "assistant" for c in _calls(m)]
+
+
+def truth_actions(task: dict[str, Any]) -> list[str]:
+    return [
+        action_text(str(a.get("name", "")), a.get("kwargs", {}))
+        for a in task.get("actions") or []
+        if a.get("name") != RESPOND_ACTION
+    ]
+
+
+def chat_lines(messages: Iterable[dict[str, Any]]) -> list[dict[str, str]]:
+    lines = []
+    for m in messages:
+        role = str(m.get("role", ""))
+        content = _content(m.get("content"))
+        calls = _calls(m) if role == "assistant" else []
+        if calls:
+            content = "\n".join([content, *calls]) if content else "\n".join(calls)
+        lines.append({"role": role, "content": content})
+    return lines
+
+
+def _fresh_dir(base: Path) -> Path:
+    candidate, n = base, 1
+    while candidate.exists():
+        n += 1
+        candidate = base.with_name(f"{base.name}_{n}")
+    candidate.mkdir(parents=True)
+    return candidate
+
+
+def write_mt_bench(
+    records: Iterable[EpisodeRecord],
+    out_dir: str | Path,
+    dataset: str,
+    model: str,
+    *,
+    when: datetime | None = None,
+) -> Path:
+    """Write the export (see the module docstring); returns the new folder."""
+    stamp = (when or datetime.now()).strftime("%Y%m%d_%H%M%S")
+    folder = _fresh_dir(Path(out_dir) / f"{safe_name(dataset)}_{stamp}")
+    name = safe_name(model)
+    scores = []
+    for record in sorted(records, key=lambda r: (r.task_id, r.trial)):
+        suffix = f"_trial{record.trial}" if record.trial else ""
+        path = folder / f"{name}_task{record.task_id}{suffix}_trajectory.jsonl"
+        with path.open("w", encoding="utf-8") as fh:
+            for line in chat_lines(record.messages):
+                fh.write(json.dumps(line, ensure_ascii=False) + "\n")
+        score: dict[str, Any] = {
+            "task-id": record.task_id,
+            "prompt": str((record.task or {}).get("instruction", "")),
+            "result": ", ".join(agent_actions(record.messages)),
+            "truth": ", ".join(truth_actions(record.task or {})),
+            "score": 0.0 if record.reward is None else record.reward,
+            "duration": record.duration,
+            "trial": record.trial,
+        }
+        if record.error:
+            score["error"] = str(record.error.get("message", ""))
+        scores.append(score)
+    with (folder / f"{name}_scores.jsonl").open("w", encoding="utf-8") as fh:
+        for score in scores:
+            fh.write(json.dumps(score, ensure_ascii=False) + "\n")
+    return folder

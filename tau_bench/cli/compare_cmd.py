@@ -1,0 +1,397 @@
+"""`tau compare`, `tau report`, `tau rescore`, `tau analyze`, `tau export`.
+
+Thin: load results files, call `tau_bench.analysis`, print. User errors (unreadable
+files, runs on different tasks, a missing optional library) print one line and exit 2.
+"""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+from typing import TYPE_CHECKING, Annotated, Any, NoReturn
+
+import typer
+
+if TYPE_CHECKING:
+    from tau_bench.analysis.compare import Comparison
+    from tau_bench.analysis.loading import Run
+
+RESULTS_HELP = "Results files (a run's .jsonl log or τ-bench .json) or folders of them."
+
+
+def _fail(message: str, code: int = 2) -> NoReturn:
+    """One line on stderr and exit `code` (SystemExit keeps the code under run_cli)."""
+    print(f"error: {message}", file=sys.stderr)
+    raise SystemExit(code)
+
+
+def _note(message: str) -> None:
+    print(message, file=sys.stderr, flush=True)
+
+
+def _console() -> Any:
+    """stdout; wide when not a terminal, so piped tables are not squeezed to 80 columns."""
+    from rich.console import Console
+
+    return Console() if sys.stdout.isatty() else Console(width=200)
+
+
+def _load(paths: list[Path]) -> list[Run]:
+    from tau_bench.analysis.loading import ResultsLoadError, load_runs
+
+    try:
+        loaded = load_runs(list(paths))
+    except ResultsLoadError as exc:
+        _fail(str(exc))
+    for reason in loaded.skipped:
+        _note(f"skipped: {reason}")
+    return loaded.runs
+
+
+def _baseline_index(runs: list[Run], baseline: str | None) -> int:
+    if baseline is None:
+        return 0
+    for i, run in enumerate(runs):
+        if baseline in (run.label, str(i + 1)):
+            return i
+    labels = ", ".join(f"{i + 1}={r.label}" for i, r in enumerate(runs))
+    _fail(f"--baseline {baseline!r} is not one of the runs ({labels})")
+
+
+def _compare(
+    results: list[Path],
+    *,
+    intersect: bool,
+    baseline: str | None,
+    seed: int,
+    resamples: int,
+    confidence: float,
+) -> tuple[list[Run], Comparison]:
+    from tau_bench.analysis.compare import ComparisonError, compare_runs
+
+    if resamples < 1:
+        _fail("--bootstrap must be at least 1")
+    if not 0 < confidence < 1:
+        _fail("--confidence must be between 0 and 1 (e.g. 0.95)")
+    runs = _load(results)
+    try:
+        comparison = compare_runs(
+            runs,
+            intersect=intersect,
+            baseline=_baseline_index(runs, baseline),
+            resamples=resamples,
+            confidence=confidence,
+            seed=seed,
+        )
+    except ComparisonError as exc:
+        _fail(str(exc))
+    return runs, comparison
+
+
+Results = Annotated[list[Path], typer.Argument(help=RESULTS_HELP, show_default=False)]
+Intersect = Annotated[
+    bool,
+    typer.Option("--intersect", help="Compare on the tasks every run has (else refuse)."),
+]
+Baseline = Annotated[
+    str | None,
+    typer.Option("--baseline", help="Run the others are paired against: # or label."),
+]
+Seed = Annotated[int, typer.Option("--seed", help="Bootstrap seed.")]
+Resamples = Annotated[int, typer.Option("--bootstrap", help="Bootstrap resamples.")]
+Confidence = Annotated[float, typer.Option("--confidence", help="Confidence level.")]
+
+
+def compare(
+    results: Results,
+    intersect: Intersect = False,
+    json_out: Annotated[
+        Path | None, typer.Option("--json", help="Also write the comparison as JSON here.")
+    ] = None,
+    baseline: Baseline = None,
+    seed: Seed = 0,
+    resamples: Resamples = 10_000,
+    confidence: Confidence = 0.95,
+    matrix: Annotated[
+        bool, typer.Option("--matrix/--no-matrix", help="Print the per-task matrix.")
+    ] = True,
+) -> None:
+    """Compare runs: metrics per run, paired difference with a bootstrap CI, per task."""
+    from tau_bench.analysis.tables import matrix_table, paired_table, runs_table
+    from tau_bench.results import write_json_atomic
+
+    _, comparison = _compare(
+        results,
+        intersect=intersect,
+        baseline=baseline,
+        seed=seed,
+        resamples=resamples,
+        confidence=confidence,
+    )
+    console = _console()
+    console.print(runs_table(comparison))
+    if comparison.paired:
+        console.print(paired_table(comparison))
+    if matrix:
+        console.print(matrix_table(comparison))
+    for label, ids in comparison.dropped.items():
+        _note(f"{label}: {len(ids)} task(s) not in every run were left out (--intersect)")
+    if json_out is not None:
+        write_json_atomic(json_out, comparison.to_dict())
+        _note(f"wrote {json_out}")
+
+
+def report(
+    results: Results,
+    output: Annotated[Path, typer.Option("-o", "--output", help="HTML file to write.")] = Path(
+        "report.html"
+    ),
+    png_dir: Annotated[
+        Path | None,
+        typer.Option("--png-dir", help="Also write PNG charts here (needs matplotlib)."),
+    ] = None,
+    title: Annotated[str, typer.Option("--title", help="Page title.")] = "",
+    intersect: Intersect = False,
+    baseline: Baseline = None,
+    seed: Seed = 0,
+    resamples: Resamples = 10_000,
+    confidence: Confidence = 0.95,
+) -> None:
+    """One self-contained HTML report: tables, charts, every trajectory."""
+    from tau_bench.analysis.report import write_report
+
+    if png_dir is not None:
+        from tau_bench.analysis.plots import MissingPlotLibrary, _pyplot
+
+        try:
+            _pyplot()
+        except MissingPlotLibrary as exc:
+            _fail(f"--png-dir: {exc}")
+    runs, comparison = _compare(
+        results,
+        intersect=intersect,
+        baseline=baseline,
+        seed=seed,
+        resamples=resamples,
+        confidence=confidence,
+    )
+    try:
+        write_report(output, comparison, runs, title)
+    except OSError as exc:
+        _fail(f"cannot write {output}: {exc.strerror}")
+    _note(f"wrote {output} ({output.stat().st_size / 1e6:.1f} MB)")
+    if png_dir is not None:
+        from tau_bench.analysis.plots import write_pngs
+
+        for path in write_pngs(comparison, png_dir):
+            _note(f"wrote {path}")
+
+
+def rescore(
+    results: Annotated[
+        Path, typer.Argument(help="One results file (.jsonl log or τ-bench .json).")
+    ],
+    env: Annotated[str, typer.Option("--env", help="Domain to replay on: airline or retail.")],
+    output: Annotated[
+        Path | None,
+        typer.Option("-o", "--output", help="Write the rescored results (same format) here."),
+    ] = None,
+    data_dir: Annotated[
+        str | None, typer.Option("--data-dir", help="Benchmark data directory.")
+    ] = None,
+    task_split: Annotated[
+        str | None,
+        typer.Option(
+            "--task-split", help="Split the task ids refer to (default: the run's, else test)."
+        ),
+    ] = None,
+    recorded_tasks: Annotated[
+        bool,
+        typer.Option("--recorded-tasks", help="Score against the task stored in each record."),
+    ] = False,
+    score_unfinished: Annotated[
+        bool,
+        typer.Option(
+            "--score-unfinished",
+            help="Also score original τ-bench episodes that never finished (they got 0).",
+        ),
+    ] = False,
+) -> None:
+    """Replay recorded trajectories on today's domain and recompute their rewards."""
+    from tau_bench.analysis.loading import ResultsLoadError, load_run
+    from tau_bench.analysis.rescore import RescoreError, rescore_run, write_rescored
+    from tau_bench.domains import load_domain
+
+    if results.is_dir():
+        _fail(f"rescore takes one results file, not a folder: {results}")
+    try:
+        run = load_run(results)
+    except ResultsLoadError as exc:
+        _fail(str(exc))
+    domain = load_domain(env, data_dir)  # unknown env / data dir: run_cli reports them
+    try:
+        outcome = rescore_run(
+            run,
+            domain,
+            split=task_split,
+            recorded_tasks=recorded_tasks,
+            score_unfinished=score_unfinished,
+        )
+    except RescoreError as exc:
+        _fail(str(exc))
+    _print_rescore(outcome)
+    if output is not None:
+        write_rescored(outcome, output)
+        _note(f"wrote {output}")
+
+
+def _print_rescore(outcome: Any) -> None:
+    from rich.table import Table
+
+    from tau_bench.analysis.tables import fmt
+
+    summary = outcome.summary()
+    console = _console()
+    if outcome.changed:
+        table = Table(title="Rewards that changed")
+        for name in ("task", "trial", "before", "after", "why", "notes"):
+            table.add_column(name, justify="right" if name in ("task", "trial") else "left")
+        for e in outcome.changed:
+            table.add_row(
+                str(e.task_id),
+                str(e.trial),
+                fmt(e.old_reward, "g"),
+                fmt(e.new_reward, "g"),
+                e.why(),
+                "; ".join(e.notes),
+            )
+        console.print(table)
+    avg = summary["avg_reward"]
+    console.print(
+        f"{summary['rescored']} of {summary['episodes']} episodes rescored on "
+        f"{summary['env']} {summary['task_split']}: {summary['changed']} changed "
+        f"({summary['now_passing']} now pass, {summary['now_failing']} now fail); "
+        f"average reward {fmt(avg['before'])} -> {fmt(avg['after'])}"
+    )
+    skipped: dict[str, int] = {}
+    for e in outcome.episodes:
+        if e.skipped:
+            skipped[e.skipped] = skipped.get(e.skipped, 0) + 1
+    for reason, n in skipped.items():
+        console.print(f"skipped {n}: {reason}")
+    changed_tasks = {n for e in outcome.episodes for n in e.notes if "changed since" in n}
+    if changed_tasks:
+        console.print("task data differs from the recording: " + "; ".join(sorted(changed_tasks)))
+    if summary["multi_call_messages"]:
+        console.print(
+            f"{summary['multi_call_messages']} assistant message(s) carried several tool calls: "
+            "all were executed in order (the original executed only the first)"
+        )
+    if summary["observation_changes"]:
+        console.print(
+            f"{summary['observation_changes']} tool observation(s) differ from the recorded "
+            "ones (tools or data changed since the run)"
+        )
+
+
+def analyze(
+    results: Results,
+    model: Annotated[str, typer.Option("--model", help="Judge model (any litellm model).")],
+    model_provider: Annotated[
+        str | None, typer.Option("--model-provider", help="litellm provider of --model.")
+    ] = None,
+    api_base: Annotated[
+        str | None, typer.Option("--api-base", help="OpenAI-compatible server for the judge.")
+    ] = None,
+    temperature: Annotated[float, typer.Option("--temperature")] = 0.0,
+    max_num_failed_results: Annotated[
+        int | None,
+        typer.Option("--max-num-failed-results", "-n", help="At most N failed episodes per run."),
+    ] = None,
+    max_concurrency: Annotated[
+        int, typer.Option("--max-concurrency", help="Judge calls at once.")
+    ] = 1,
+    output: Annotated[
+        Path | None,
+        typer.Option("-o", "--output", help="JSON output (default: analysis-<run>.json)."),
+    ] = None,
+) -> None:
+    """Classify failed episodes with an LLM: whose fault (user, agent, environment), what kind."""
+    import asyncio
+
+    from tau_bench.analysis.analyze import analyze_runs
+    from tau_bench.llm import LLMConfig
+    from tau_bench.results import write_json_atomic
+
+    if max_concurrency < 1:
+        _fail("--max-concurrency must be at least 1")
+    if max_num_failed_results is not None and max_num_failed_results < 0:
+        _fail("--max-num-failed-results must not be negative")
+    runs = _load(results)
+    config = LLMConfig(
+        model=model, provider=model_provider, api_base=api_base, temperature=temperature
+    )
+    analysis = asyncio.run(
+        analyze_runs(
+            runs, config, max_failed=max_num_failed_results, max_concurrency=max_concurrency
+        )
+    )
+    out = output or Path(f"analysis-{runs[0].label}.json")
+    write_json_atomic(out, analysis.to_dict())
+    _print_analysis(analysis)
+    _note(f"wrote {out}")
+
+
+def _print_analysis(analysis: Any) -> None:
+    from rich.table import Table
+
+    summary = analysis.summary()
+    console = _console()
+    failed = sum(analysis.failed.values())
+    classified = summary["classified"]
+    console.print(
+        f"{summary['analyzed']} of {failed} failed episode(s) analyzed with {analysis.model}: "
+        f"{classified} classified, {summary['unclassified']} unclassified "
+        f"(cost ${summary['cost']:.4f})"
+    )
+    for title, counts in (
+        ("Fault author", summary["fault_author"]),
+        ("Fault type (all)", summary["fault_type"]),
+        ("Fault type (agent faults)", summary["fault_type_of_agent_faults"]),
+    ):
+        if not counts:
+            continue
+        total = sum(counts.values())
+        table = Table(title=title)
+        table.add_column("")
+        table.add_column("episodes", justify="right")
+        table.add_column("share", justify="right")
+        for key, n in sorted(counts.items(), key=lambda kv: -kv[1]):
+            table.add_row(str(key), str(n), f"{n / total:.0%}")
+        console.print(table)
+
+
+def export(
+    results: Results,
+    output: Annotated[Path, typer.Option("-o", "--output", help="Folder to write into.")],
+    format: Annotated[str, typer.Option("--format", help="Export format: mt-bench.")] = "mt-bench",
+    dataset: Annotated[
+        str | None, typer.Option("--dataset", help="Dataset name (default: the run's domain).")
+    ] = None,
+    model: Annotated[
+        str | None, typer.Option("--model", help="Model name in file names (default: the run's).")
+    ] = None,
+) -> None:
+    """Export results in another format (mt-bench: per-task chat JSONL and a scores file)."""
+    from tau_bench.analysis.mt_bench import write_mt_bench
+
+    if format != "mt-bench":
+        _fail(f"unknown export format {format!r} (available: mt-bench)")
+    for run in _load(results):
+        folder = write_mt_bench(
+            run.records,
+            output,
+            dataset=dataset or run.env or "tau-bench",
+            model=model or run.model or run.agent,
+        )
+        _note(f"{run.label}: wrote {folder}")

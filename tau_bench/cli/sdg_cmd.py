@@ -1,0 +1,265 @@
+"""`tau sdg generate|stats`: synthetic τ-bench tasks, and their quality report."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from pathlib import Path
+from typing import Any
+
+import typer
+
+app = typer.Typer(no_args_is_help=True)
+
+DIFFICULTIES = ("easy", "medium", "hard")
+
+
+@app.command("generate")
+def generate(
+    env: str = typer.Option(..., "--env", help="Domain: airline or retail."),
+    difficulty: str = typer.Option(
+        ..., "--difficulty", help="easy (1 action), medium (2-5) or hard (6-10); all actions count."
+    ),
+    num_samples: int = typer.Option(10, "--num-samples", min=1, help="Scenarios to attempt."),
+    max_concurrency: int = typer.Option(4, "--max-concurrency", min=1, help="Samples at once."),
+    output_file: Path = typer.Option(..., "--output-file", help="JSONL tasks file (appended)."),
+    model: str = typer.Option(..., "--model", help="litellm model, e.g. openai/gpt-4o-mini."),
+    seed: int = typer.Option(0, "--seed", help="Seeds user sampling (and the model, if it can)."),
+    api_base: str | None = typer.Option(None, "--api-base", help="OpenAI-compatible server URL."),
+    model_provider: str | None = typer.Option(None, "--model-provider", help="litellm provider."),
+    temperature: float = typer.Option(0.8, "--temperature", help="Sampling temperature."),
+    repair: bool = typer.Option(
+        False, "--repair", help="Let the model fix a rejected sequence once."
+    ),
+    hint: str | None = typer.Option(
+        None, "--scenario-hint", help="What your real traffic looks like (added to the prompt)."
+    ),
+    rejected_file: Path | None = typer.Option(
+        None, "--rejected-file", help="Also write rejected samples (with reasons) to this JSONL."
+    ),
+    start_index: int | None = typer.Option(
+        None,
+        "--start-index",
+        help="First sample index (default: after those already in the files).",
+    ),
+    no_json_mode: bool = typer.Option(
+        False, "--no-json-mode", help="Do not send response_format=json_object."
+    ),
+    data_dir: Path | None = typer.Option(None, "--data-dir", help="τ-bench data directory."),
+    quiet: bool = typer.Option(False, "--quiet", help="No progress bar."),
+) -> None:
+    """Generate tasks: sample users, propose actions, validate in a sandbox, write instructions."""
+    from rich.console import Console
+
+    from tau_bench.cli.errors import fail
+    from tau_bench.llm import LLMAuthError
+    from tau_bench.sdg.difficulty import Difficulty
+    from tau_bench.sdg.pipeline import GenerateOptions
+    from tau_bench.sdg.pipeline import generate as run_generation
+
+    if difficulty not in DIFFICULTIES:
+        fail(f"unknown difficulty {difficulty!r} (available: {', '.join(DIFFICULTIES)})")
+    domain = _domain(env, data_dir)
+    options = GenerateOptions(
+        env=env,
+        difficulty=Difficulty(difficulty),
+        num_samples=num_samples,
+        output_file=output_file,
+        model=model,
+        max_concurrency=max_concurrency,
+        seed=seed,
+        api_base=api_base,
+        provider=model_provider,
+        temperature=temperature,
+        repair=repair,
+        data_dir=data_dir,
+        hint=hint,
+        rejected_file=rejected_file,
+        json_mode=not no_json_mode,
+        start_index=start_index,
+    )
+    console = Console()
+    try:
+        report = asyncio.run(
+            _generate_with_progress(run_generation, options, domain, quiet, console)
+        )
+    except LLMAuthError as exc:
+        fail(f"the model refused the credentials: {exc}")
+    except OSError as exc:
+        fail(f"cannot write {exc.filename or output_file}: {exc.strerror}")
+    console.print(_report_table(report))
+    if report.written:
+        console.print(
+            f"Run them:     tau run --env {env} --tasks-file {output_file} --agent-strategy ...\n"
+            f"Replay check: tau tasks verify --env {env} --tasks-file {output_file}\n"
+            f"Quality:      tau sdg stats {output_file}",
+            markup=False,
+            soft_wrap=True,
+        )
+
+
+def _domain(env: str, data_dir: Path | None) -> Any:
+    """The domain, or a one-line error (unknown env, missing data)."""
+    from tau_bench.cli.errors import fail
+    from tau_bench.data.paths import DataDirError
+    from tau_bench.domains import UnknownDomainError, load_domain
+
+    try:
+        return load_domain(env, data_dir)
+    except (UnknownDomainError, DataDirError) as exc:
+        fail(str(exc))
+
+
+async def _generate_with_progress(
+    run_generation: Any, options: Any, domain: Any, quiet: bool, console: Any
+) -> Any:
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
+    if quiet:
+        return await run_generation(options, domain=domain)
+    counts = {"ok": 0, "rejected": 0}
+    with Progress(
+        TextColumn("[bold]sdg {task.fields[env]}/{task.fields[difficulty]}"),
+        BarColumn(),
+        MofNCompleteColumn(),
+        TextColumn("written {task.fields[ok]} rejected {task.fields[rejected]}"),
+        TimeElapsedColumn(),
+        console=console,
+    ) as progress:
+        bar = progress.add_task(
+            "sdg",
+            total=options.num_samples,
+            env=options.env,
+            difficulty=options.difficulty.value,
+            ok=0,
+            rejected=0,
+        )
+
+        def on_outcome(outcome: Any) -> None:
+            counts["ok" if outcome.ok else "rejected"] += 1
+            progress.update(bar, advance=1, ok=counts["ok"], rejected=counts["rejected"])
+
+        return await run_generation(options, domain=domain, on_outcome=on_outcome)
+
+
+def _report_table(report: Any) -> Any:
+    from rich.table import Table
+
+    table = Table(title=f"tau sdg generate: {report.env} / {report.difficulty} ({report.model})")
+    table.add_column("measure")
+    table.add_column("value", justify="right")
+    table.add_row("samples", str(report.samples))
+    table.add_row("scenarios validated", f"{report.validated} ({report.validation_rate:.0%})")
+    table.add_row("tasks written", str(report.written))
+    for reason, count in report.rejected.most_common():
+        table.add_row(f"rejected: {reason}", str(count))
+    table.add_row("validated after repair", str(report.repaired))
+    usage = report.usage
+    table.add_row("model calls", str(usage.calls))
+    table.add_row(
+        "tokens (prompt / completion)", f"{usage.prompt_tokens} / {usage.completion_tokens}"
+    )
+    table.add_row("cost", f"${usage.cost:.4f}")
+    table.add_row("elapsed", f"{report.elapsed:.1f} s")
+    table.add_row("scenarios / minute", f"{report.per_minute(report.validated):.1f}")
+    return table
+
+
+@app.command("stats")
+def stats(
+    tasks_file: Path = typer.Argument(..., help="A tasks file written by `tau sdg generate`."),
+    env: str | None = typer.Option(None, "--env", help="Domain (default: from the provenance)."),
+    similarity: float = typer.Option(
+        0.9,
+        "--similarity",
+        min=0.0,
+        max=1.0,
+        help="Jaccard threshold for near-identical instructions.",
+    ),
+    no_verify: bool = typer.Option(False, "--no-verify", help="Skip replaying every task."),
+    as_json: bool = typer.Option(False, "--json", help="Print the report as JSON."),
+    data_dir: Path | None = typer.Option(None, "--data-dir", help="τ-bench data directory."),
+) -> None:
+    """Quality report: difficulty consistency, action mix, duplicates, validation rate."""
+    from rich.console import Console
+
+    from tau_bench.cli.errors import fail
+    from tau_bench.sdg.stats import compute_stats, env_of, load_runs
+    from tau_bench.tasks import load_tasks
+
+    tasks = load_tasks(tasks_file)
+    if not tasks:
+        fail(f"{tasks_file} holds no tasks")
+    name = env or env_of(tasks)
+    domain = _domain(name, data_dir) if name else None
+    report = compute_stats(
+        tasks, load_runs(tasks_file), domain=domain, similarity=similarity, verify=not no_verify
+    )
+    if as_json:
+        print(json.dumps(report, indent=2))
+        return
+    Console().print(*_stats_tables(report, str(tasks_file)))
+
+
+def _stats_tables(report: dict[str, Any], source: str) -> list[Any]:
+    from rich.table import Table
+
+    diff = report["difficulty"]
+    rate = diff["consistency_rate"]
+    t1 = Table(
+        title=f"{source}: {report['tasks']} tasks - difficulty consistency "
+        + ("n/a" if rate is None else f"{rate:.0%}")
+    )
+    for col in ("declared", "tasks", "consistent", "actions min", "mean", "max"):
+        t1.add_column(col, justify="left" if col == "declared" else "right")
+    for key, row in diff["by_difficulty"].items():
+        t1.add_row(
+            key,
+            str(row["tasks"]),
+            str(row["consistent"]),
+            str(row["min"]),
+            f"{row['mean']:.1f}",
+            str(row["max"]),
+        )
+
+    mix = report["action_mix"]
+    t2 = Table(title=f"action mix: {mix['actions']} actions, {mix['mean_actions']:.1f} per task")
+    t2.add_column("tool")
+    t2.add_column("count", justify="right")
+    t2.add_column("share", justify="right")
+    for tool, count in mix["by_tool"].items():
+        t2.add_row(tool, str(count), f"{count / mix['actions']:.0%}" if mix["actions"] else "-")
+    if "writes" in mix:
+        t2.add_row(
+            "[bold]writes / reads[/bold]",
+            f"{mix['writes']} / {mix['reads']}",
+            f"{mix['write_share']:.0%} writes",
+        )
+    t2.add_row("tasks with outputs", str(mix["tasks_with_outputs"]), "")
+
+    dup = report["duplicates"]
+    t3 = Table(title="quality")
+    t3.add_column("measure")
+    t3.add_column("value", justify="right")
+    t3.add_row("identical action sequences (groups)", str(len(dup["identical_actions"])))
+    t3.add_row(
+        f"near-identical instructions (Jaccard >= {dup['similarity_threshold']})",
+        str(len(dup["near_identical_instructions"])),
+    )
+    t3.add_row("tasks that duplicate another", str(dup["duplicate_tasks"]))
+    val = report["validation"]
+    if val is None:
+        t3.add_row("validation rate", "n/a (no .runs.jsonl)")
+    else:
+        t3.add_row(
+            "validation rate",
+            f"{val['rate']:.0%} ({val['validated']}/{val['samples']} in {val['runs']} runs)",
+        )
+        for reason, count in val["rejected"].items():
+            t3.add_row(f"  rejected: {reason}", str(count))
+        t3.add_row("tasks validated after repair", str(val["repaired_tasks"]))
+        t3.add_row("generation cost", f"${val['cost']:.4f}")
+    ver = report["verification"]
+    if ver is not None:
+        t3.add_row("replay scores 1.0 now", f"{ver['passed']}/{ver['checked']}")
+    return [t1, t2, t3]

@@ -1,0 +1,59 @@
+"""SDG test helpers: the fake model behind respx (real litellm calls), and a generator."""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tau_bench.domains import Domain
+from tau_bench.sdg.difficulty import Difficulty
+from tau_bench.sdg.fake import FakeModel
+from tau_bench.sdg.fake.model import FaultPicker
+from tau_bench.sdg.pipeline import GenerateOptions, GenerationReport, SampleOutcome, generate
+from tests.tau_bench.agents.fake_llm import FakeLLM, Reply, Request, fake_llm, llm_env
+
+__all__ = ["fake_llm", "llm_env"]
+
+MODEL = "openai/gpt-4o-mini"
+
+Generate = Callable[..., Awaitable[tuple[GenerationReport, list[SampleOutcome], Path]]]
+
+
+def use_fake_model(
+    fake_llm: FakeLLM, domain: Domain, faults: FaultPicker | None = None
+) -> FakeModel:
+    """Answer every model request with a FakeModel reading the request's prompt."""
+    model = FakeModel(domain, faults)
+
+    def brain(request: Request) -> Reply:
+        return Reply(text=model.reply(request.body["messages"]))
+
+    fake_llm.brain = brain
+    return model
+
+
+@pytest.fixture
+def run_generation(tmp_path: Path, data_dir: Path) -> Generate:
+    """`await run_generation(env, difficulty, n, **options)` -> (report, outcomes, tasks file)."""
+
+    async def run(
+        env: str, difficulty: str, n: int, **kw: Any
+    ) -> tuple[GenerationReport, list[SampleOutcome], Path]:
+        output = kw.pop("output_file", tmp_path / f"{env}-{difficulty}.jsonl")
+        options = GenerateOptions(
+            env=env,
+            difficulty=Difficulty(difficulty),
+            num_samples=n,
+            output_file=output,
+            model=MODEL,
+            data_dir=data_dir,
+            **kw,
+        )
+        outcomes: list[SampleOutcome] = []
+        report = await generate(options, on_outcome=outcomes.append)
+        return report, sorted(outcomes, key=lambda o: o.index), output
+
+    return run
