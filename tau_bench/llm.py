@@ -27,7 +27,7 @@ from typing import Any
 
 from tenacity import AsyncRetrying, RetryCallState, retry_if_exception, stop_after_attempt
 
-from tau_adapters.protocol import AdapterAuthError, AdapterError, Usage
+from tau_adapters.protocol import AdapterAuthError, AdapterConfigError, AdapterError, Usage
 
 os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
 
@@ -168,26 +168,39 @@ class LLMConfig:
         provider_key: str = "provider",
         default_model: str | None = None,
     ) -> LLMConfig:
-        """A config from a run-options dict (unknown keys are ignored)."""
+        """A config from a run-options dict (unknown keys are ignored).
+
+        Values may be strings (`--agent-option max_attempts=8`); a value that is not a
+        number where one is needed is an `AdapterConfigError` naming the option.
+        """
         model = options.get(model_key) or default_model
         if not model:
-            from tau_adapters.protocol import AdapterConfigError
-
             raise AdapterConfigError(f"no model given (option {model_key!r})")
-        temperature = options.get("temperature", 0.0)
-        seed = options.get("seed")
-        timeout = options.get("timeout", 600.0)
-        attempts = options.get("max_attempts")
+        temperature = _number(options, "temperature", float, 0.0)
+        attempts = _number(options, "max_attempts", int, None)
+        extra = options.get("llm_extra") or {}
+        if not isinstance(extra, Mapping):
+            raise AdapterConfigError("option 'llm_extra' must be a mapping of litellm arguments")
         return cls(
             model=str(model),
             provider=options.get(provider_key) or None,
             api_base=options.get("api_base") or None,
-            temperature=None if temperature is None else float(temperature),
-            seed=None if seed is None else int(seed),
-            timeout=None if timeout is None else float(timeout),
-            max_attempts=None if attempts is None else max(1, int(attempts)),
-            extra=dict(options.get("llm_extra") or {}),
+            temperature=temperature,
+            seed=_number(options, "seed", int, None),
+            timeout=_number(options, "timeout", float, 600.0),
+            max_attempts=None if attempts is None else max(1, attempts),
+            extra=dict(extra),
         )
+
+
+def _number(options: Mapping[str, Any], key: str, kind: Callable[[Any], Any], default: Any) -> Any:
+    value = options.get(key, default)
+    if value is None:
+        return None
+    try:
+        return kind(value)
+    except (TypeError, ValueError):
+        raise AdapterConfigError(f"option {key!r} must be a number, got {value!r}") from None
 
 
 # ---------------------------------------------------------------------------- results

@@ -211,9 +211,17 @@ def tau_bench_results(records: Iterable[EpisodeRecord]) -> list[dict[str, Any]]:
     return [tau_bench_entry(r) for r in records if not r.is_error]
 
 
-OUTPUT_WRITERS: dict[str, Callable[[Iterable[EpisodeRecord]], Any]] = {
-    "tau-bench": tau_bench_results,
-    # "mt-bench": a JSONL writer will be registered here.
+def write_tau_bench(records: Iterable[EpisodeRecord], log_path: Path) -> Path:
+    """`<run-name>.json` next to the log, in the original format."""
+    path = log_path.with_suffix(".json")
+    write_json_atomic(path, tau_bench_results(records))
+    return path
+
+
+# --output-format name -> writer(records, log path) -> the path written. The MT-bench
+# export (tau_bench.analysis.mt_bench) is to be registered here.
+OUTPUT_WRITERS: dict[str, Callable[[Iterable[EpisodeRecord], Path], Path]] = {
+    "tau-bench": write_tau_bench,
 }
 
 

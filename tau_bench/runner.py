@@ -396,8 +396,7 @@ class Runner:
             },
             **summary,
         }
-        writer = OUTPUT_WRITERS[self.config.output_format]
-        write_json_atomic(self.plan.results_path, writer(records))
+        OUTPUT_WRITERS[self.config.output_format](records, self.plan.log_path)
         write_json_atomic(self.plan.summary_path, summary)
         self.outcome = RunOutcome(
             plan=self.plan, records=records, summary=summary, ran=self._ran, interrupted=interrupted

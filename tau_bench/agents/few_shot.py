@@ -82,7 +82,12 @@ class FewShotProvider:
 
     def __init__(self, options: Mapping[str, Any]) -> None:
         self.config = agent_config(options)
-        self.num_examples = int(options.get("num_few_shots") or DEFAULT_NUM_FEW_SHOTS)
+        try:
+            self.num_examples = int(options.get("num_few_shots") or DEFAULT_NUM_FEW_SHOTS)
+        except (TypeError, ValueError):
+            raise AdapterConfigError(
+                f"option 'num_few_shots' must be a whole number, got {options['num_few_shots']!r}"
+            ) from None
         self.seed = options.get("seed")
         self._explicit = options.get("few_shot_displays_path")
         self._data_dir = options.get("data_dir")

@@ -76,11 +76,11 @@ def run(
     data_dir: Path | None = None,
 ) -> dict[str, Any]:
     """Generate `samples` per (domain, level); the per-run reports and the totals."""
+    import litellm  # noqa: F401  (imported up front: its import time is not generation time)
+
     from tau_bench.domains import load_domain
     from tau_bench.sdg.fake import FakeModel
     from tau_bench.sdg.fake.server import FakeModelServer
-
-    import litellm  # noqa: F401  (imported up front: its import time is not generation time)
 
     results: list[dict[str, Any]] = []
     with tempfile.TemporaryDirectory(prefix="sdg-bench-") as tmp:

@@ -443,6 +443,8 @@ def _execute(cfg: RunConfig) -> None:
             f"{summary['errors']} episode(s) failed with errors (not scored); "
             f"re-run them with: tau run --resume {plan.log_path}"
         )
+        if not summary["episodes_scored"]:
+            raise SystemExit(1)  # nothing could be scored: let scripts notice
 
 
 class RichProgress:

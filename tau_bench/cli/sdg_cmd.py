@@ -148,7 +148,7 @@ def _report_table(report: Any) -> Any:
     table = Table(title=f"tau sdg generate: {report.env} / {report.difficulty} ({report.model})")
     table.add_column("measure")
     table.add_column("value", justify="right")
-    table.add_row("samples", str(report.samples))
+    table.add_row("scenarios generated (samples)", str(report.samples))
     table.add_row("scenarios validated", f"{report.validated} ({report.validation_rate:.0%})")
     table.add_row("tasks written", str(report.written))
     for reason, count in report.rejected.most_common():

@@ -90,7 +90,7 @@ def test_both_spellings_give_the_same_config(parse):
         "--gcp-sa-file",
         "sa.json",
         "--session-param",
-        "a=${user_id}",
+        "a={user_id}",
         "--session-param",
         "b=x",
         "--session-ttl",
@@ -113,7 +113,7 @@ def test_both_spellings_give_the_same_config(parse):
         "agent_id": "ag",
         "project_id": "pr",
         "gcp_sa_file": "sa.json",
-        "session_params": ["a=${user_id}", "b=x"],
+        "session_params": ["a={user_id}", "b=x"],
         "session_ttl": "600",
         "http_config": "bot.yaml",
     }
@@ -288,3 +288,41 @@ def test_tau_run_end_to_end_and_resume(tmp_path):
     result = invoke("--resume", str(tmp_path / "e2e.jsonl"), "--max-steps", "3")
     assert result.exit_code == 2
     assert "configuration differs (max_steps: 30 -> 3)" in result.output
+
+
+def test_exit_1_when_nothing_could_be_scored(tmp_path):
+    from tau_adapters import registry
+    from tau_adapters.protocol import AdapterError
+    from tau_adapters.registry import SimpleProvider
+
+    class Down:
+        async def start(self, session: Any) -> None:
+            raise AdapterError("service unavailable", retryable=True)
+
+        async def send(self, turn: Any) -> Any:
+            raise AssertionError("never reached")
+
+        async def close(self) -> None:
+            pass
+
+    registry.register("always-down", lambda options: SimpleProvider(Down))
+    try:
+        result = invoke(
+            "--env",
+            "airline",
+            "--agent-strategy",
+            "always-down",
+            "--user-strategy",
+            "scripted",
+            "--task-ids",
+            "13",
+            "--log-dir",
+            str(tmp_path),
+            "--run-name",
+            "down",
+        )
+    finally:
+        registry._extra.pop("always-down", None)
+    assert result.exit_code == 1, result.output
+    assert "1 episode(s) failed with errors" in result.output
+    assert f"tau run --resume {tmp_path / 'down.jsonl'}" in result.output

@@ -176,12 +176,12 @@ async def test_adapter_receives_config_and_agent_options(tmp_path, register):
             model="openai/m",
             temperature=0.5,
             task_ids=[13],
-            agent_options={"agent_id": "a1", "session_params": ["x=${task_id}"]},
+            agent_options={"agent_id": "a1", "session_params": ["x={task_id}"]},
         )
     )
     assert len(seen) == 1  # one provider per run
     opts = seen[0]
-    assert opts["agent_id"] == "a1" and opts["session_params"] == ["x=${task_id}"]
+    assert opts["agent_id"] == "a1" and opts["session_params"] == ["x={task_id}"]
     assert opts["model"] == "openai/m" and opts["model_provider"] == "openai"
     assert opts["temperature"] == 0.5 and opts["env"] == "airline"
 

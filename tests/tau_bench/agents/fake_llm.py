@@ -204,15 +204,21 @@ def _tokens(text: str) -> int:
 class FakeLLM:
     """Answers litellm's HTTP calls for all three providers with `brain`'s replies."""
 
-    def __init__(self, router: respx.MockRouter, brain: Brain | None = None) -> None:
+    def __init__(self, router: respx.MockRouter | None = None, brain: Brain | None = None) -> None:
         self.brain: Brain = brain or (lambda request: Reply(text="ok"))
         self.requests: list[Request] = []
         self._ids = itertools.count(1)
         self.failures: list[str] = []
+        if router is None:
+            return
         router.post(url__regex=OPENAI_URL.pattern).mock(side_effect=self._guard(self._openai))
         router.post(url__regex=LOCAL_OPENAI_URL.pattern).mock(side_effect=self._guard(self._openai))
         router.post(url__regex=ANTHROPIC_URL.pattern).mock(side_effect=self._guard(self._anthropic))
         router.post(url__regex=GEMINI_URL.pattern).mock(side_effect=self._guard(self._gemini))
+
+    def handle_openai(self, http: httpx.Request) -> httpx.Response:
+        """Answer one OpenAI chat request (used by the real local server too)."""
+        return self._guard(self._openai)(http)
 
     def _guard(self, handler: Callable[..., httpx.Response]) -> Callable[..., httpx.Response]:
         """A failing assertion in a brain must fail the test, not look like a network

@@ -77,3 +77,22 @@ async def test_the_runners_own_options_reach_the_provider(fake_llm) -> None:  # 
     user = build_user(config.user_strategy, **config.user_options())
     assert await user.start("Your user id is x.") == "anthropic:claude-sonnet-4-5"
     assert fake_llm.requests[-1].body["temperature"] == 0.0
+
+
+def test_string_options_from_the_command_line() -> None:
+    adapter = build_provider(
+        "few-shot",
+        {
+            "model": "m",
+            "env": "airline",
+            "max_attempts": "8",
+            "timeout": "60",
+            "num_few_shots": "3",
+        },
+    ).new_adapter()
+    config = adapter.config  # type: ignore[attr-defined]
+    assert (config.max_attempts, config.timeout) == (8, 60.0)
+    with pytest.raises(AdapterConfigError, match="'max_attempts' must be a number"):
+        build_provider("act", {"model": "m", "max_attempts": "many"})
+    with pytest.raises(AdapterConfigError, match="llm_extra"):
+        build_provider("react", {"model": "m", "llm_extra": "max_tokens=5"})

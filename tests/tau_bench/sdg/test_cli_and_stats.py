@@ -240,3 +240,25 @@ def test_end_to_end_generate_over_http_then_tau_run(airline, tmp_path: Path) -> 
     assert run.returncode == 0, run.stderr
     results = json.loads((tmp_path / "runs" / "sdg.json").read_text())
     assert len(results) == len(tasks) and all(r["reward"] == 1.0 for r in results)
+
+
+def test_benchmark_runs_against_the_mock_server() -> None:
+    from tau_bench.benchmarks import sdg_bench
+
+    results = sdg_bench.run(
+        domains=["retail"],
+        levels=["easy"],
+        samples=3,
+        concurrency=2,
+        latency=0.0,
+        fault_rate=0.0,
+        data_dir=DATA_DIR,
+    )
+    (run,) = results["runs"]
+    assert run["samples"] == run["validated"] == run["written"] == 3 and run["rejected"] == {}
+    assert run["usage"]["calls"] == 6  # scenario + instruction per sample, over HTTP
+    assert (
+        results["total"]["validation_rate"] == 1.0 and results["total"]["scenarios_per_minute"] > 0
+    )
+    table, *lines = sdg_bench.render(results)
+    assert table.row_count == 2 and lines == ["rejected retail/easy: none"]
