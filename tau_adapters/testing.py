@@ -139,8 +139,11 @@ async def check_adapter(
         turn = await guarded("send(UserTurn)", adapter.send(UserTurn(messages[0])))
         if turn is not None:
             problems = _turn_problems(turn)
-            (report.failed.extend(f"send(UserTurn): {p}" for p in problems)
-             if problems else report.passed.append("start + send(UserTurn) returns an AgentTurn"))
+            (
+                report.failed.extend(f"send(UserTurn): {p}" for p in problems)
+                if problems
+                else report.passed.append("start + send(UserTurn) returns an AgentTurn")
+            )
         rounds = 0
         error_round_done = False
         while turn is not None and isinstance(turn, AgentTurn) and turn.tool_calls and rounds < 5:
@@ -197,7 +200,9 @@ async def check_adapter(
     return report
 
 
-def assert_adapter_conforms(factory: Callable[[], AgentAdapter], **kwargs: Any) -> ConformanceReport:
+def assert_adapter_conforms(
+    factory: Callable[[], AgentAdapter], **kwargs: Any
+) -> ConformanceReport:
     """pytest helper: run `check_adapter` and fail with the list of violations."""
     report = asyncio.run(check_adapter(factory, **kwargs))
     if not report.ok:

@@ -120,7 +120,9 @@ class _HashIndex:
         if not changed:
             return self.full_hash
         if any(name not in self.sorted_keys for name in changed):
-            raise KeyError(f"unknown table in overlay: {sorted(set(changed) - set(self.sorted_keys))}")
+            raise KeyError(
+                f"unknown table in overlay: {sorted(set(changed) - set(self.sorted_keys))}"
+            )
         new_keys = {
             name: sorted(k for k in recs if (name, k) not in self.position)
             for name, recs in changed.items()
@@ -155,7 +157,11 @@ class _HashIndex:
             limit = min(len(base), len(tokens))
             while first < limit and tokens[first] == base[first]:
                 first += 1
-            replaced = [(i, t) for i, t in enumerate(tokens[first:], start=first) if i >= len(base) or t != base[i]]
+            replaced = [
+                (i, t)
+                for i, t in enumerate(tokens[first:], start=first)
+                if i >= len(base) or t != base[i]
+            ]
         memo_key = (len(tokens), tuple(replaced))
         cached = self._memo.get(memo_key)
         if cached is not None:

@@ -5,8 +5,8 @@ from __future__ import annotations
 from typing import Any
 
 from tau_bench.db import EpisodeDB
-from tau_bench.hashing import copy_json
 from tau_bench.domains import Domain
+from tau_bench.hashing import copy_json
 from tau_bench.tasks import RESPOND_ACTION, Action, Task
 
 Q7_OBSERVATION = (

@@ -134,7 +134,9 @@ def compute_reward(env: Env, task: Task) -> RewardResult:
         gt_actions=gt_actions,
     )
     if task.outputs:
-        scanned = env.actions + [a for a in task.actions if a.name not in env.domain.terminate_tools]
+        scanned = env.actions + [
+            a for a in task.actions if a.name not in env.domain.terminate_tools
+        ]
         found = outputs_found(scanned, task.outputs)
         result.outputs = found
         result.r_outputs = 1.0 if all(found.values()) else 0.0
@@ -148,7 +150,12 @@ def compute_reward(env: Env, task: Task) -> RewardResult:
 def _diff_values(path: str, agent: Any, expected: Any, out: list[tuple[str, Any, Any]]) -> None:
     if isinstance(agent, dict) and isinstance(expected, dict):
         for k in list(agent) + [k for k in expected if k not in agent]:
-            _diff_values(f"{path}.{k}" if path else str(k), agent.get(k, _MISSING), expected.get(k, _MISSING), out)
+            _diff_values(
+                f"{path}.{k}" if path else str(k),
+                agent.get(k, _MISSING),
+                expected.get(k, _MISSING),
+                out,
+            )
         return
     if isinstance(agent, list) and isinstance(expected, list) and len(agent) == len(expected):
         for i, (a, e) in enumerate(zip(agent, expected, strict=True)):

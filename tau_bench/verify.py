@@ -45,6 +45,8 @@ def verify_task(domain: Domain, task: Task, task_id: int) -> VerifiedTask:
     return VerifiedTask(task_id, len(task.actions), errors, env.reward())
 
 
-def verify_tasks(domain: Domain, tasks: list[Task], ids: list[int] | None = None) -> list[VerifiedTask]:
+def verify_tasks(
+    domain: Domain, tasks: list[Task], ids: list[int] | None = None
+) -> list[VerifiedTask]:
     chosen = ids if ids is not None else list(range(len(tasks)))
     return [verify_task(domain, tasks[i], i) for i in chosen]

@@ -24,13 +24,23 @@ app = typer.Typer(
 # (module, attribute, name, help): an attribute `app` is a command group, any other
 # attribute a single command function. Modules must import heavy libraries lazily.
 _COMMANDS = [
-    ("tau_bench.cli.run_cmd", "run", "run", "Run agents on τ-bench tasks (the τ-bench run.py flags)."),
+    (
+        "tau_bench.cli.run_cmd",
+        "run",
+        "run",
+        "Run agents on τ-bench tasks (the τ-bench run.py flags).",
+    ),
     ("tau_bench.cli.data_cmd", "app", "data", "Benchmark data: where it is, pull it."),
     ("tau_bench.cli.env_cmd", "app", "env", "Run domain tools by hand (debugging)."),
     ("tau_bench.cli.tasks_cmd", "app", "tasks", "Browse and verify benchmark tasks."),
     ("tau_bench.cli.bench_cmd", "app", "bench", "Performance benchmarks (print a table)."),
     ("tau_bench.cli.sdg_cmd", "app", "sdg", "Synthetic task generation."),
-    ("tau_bench.cli.compare_cmd", "compare", "compare", "Compare runs: metrics, paired CI, per task."),
+    (
+        "tau_bench.cli.compare_cmd",
+        "compare",
+        "compare",
+        "Compare runs: metrics, paired CI, per task.",
+    ),
     ("tau_bench.cli.compare_cmd", "report", "report", "Self-contained HTML report of runs."),
     ("tau_bench.cli.compare_cmd", "rescore", "rescore", "Replay trajectories, recompute rewards."),
     ("tau_bench.cli.compare_cmd", "analyze", "analyze", "LLM error analysis of failed episodes."),
@@ -55,7 +65,9 @@ def _register() -> None:
         if isinstance(target, typer.Typer):
             app.add_typer(target, name=name, help=help_text)
         else:
-            app.command(name=name, help=help_text, context_settings={"allow_interspersed_args": True})(target)
+            app.command(
+                name=name, help=help_text, context_settings={"allow_interspersed_args": True}
+            )(target)
 
 
 _register()
@@ -70,4 +82,3 @@ def main() -> None:
 
 if __name__ == "__main__":
     main()
-

@@ -44,5 +44,7 @@ def exec_(
         if "name" not in request:
             fail(f'line {lineno}: expected {{"name": ..., "kwargs": {{...}}}} or {{"reset": true}}')
         observation = environment.execute(request["name"], request.get("kwargs", {}))
-        out.write(json.dumps({"observation": observation, "data_hash": environment.data_hash()}) + "\n")
+        out.write(
+            json.dumps({"observation": observation, "data_hash": environment.data_hash()}) + "\n"
+        )
         out.flush()

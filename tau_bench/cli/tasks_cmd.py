@@ -70,7 +70,9 @@ def show(
     console.print(f"\n[bold]Instruction[/bold]\n{task.instruction}\n")
     console.print(f"[bold]Ground-truth actions[/bold] ({len(task.actions)})")
     for i, a in enumerate(task.actions):
-        console.print(f"  {i + 1}. {a.name}({json.dumps(a.kwargs, ensure_ascii=False)})", markup=False)
+        console.print(
+            f"  {i + 1}. {a.name}({json.dumps(a.kwargs, ensure_ascii=False)})", markup=False
+        )
     console.print(f"\n[bold]Required outputs[/bold]: {', '.join(task.outputs) or '(none)'}")
 
 
@@ -81,7 +83,9 @@ def verify(
     ),
     task_split: str = SPLIT_OPT,
     data_dir: Path | None = DATA_OPT,
-    tasks_file: Path | None = typer.Option(None, "--tasks-file", help="Verify tasks from a JSON file."),
+    tasks_file: Path | None = typer.Option(
+        None, "--tasks-file", help="Verify tasks from a JSON file."
+    ),
     show_all: bool = typer.Option(False, "--all", help="List every task, not only failures."),
 ) -> None:
     """Replay every task's ground truth as an agent; exit 0 only if all score 1.0."""
@@ -121,7 +125,9 @@ def verify(
                 ", ".join(rr.outputs) or "-",
                 f"{rr.r_actions:.1f}",
                 "-" if rr.r_outputs is None else f"{rr.r_outputs:.1f}",
-                f"[green]{rr.reward:.1f}[/green]" if rr.reward == 1.0 else f"[red]{rr.reward:.1f}[/red]",
+                f"[green]{rr.reward:.1f}[/green]"
+                if rr.reward == 1.0
+                else f"[red]{rr.reward:.1f}[/red]",
             )
         if table.row_count:
             console.print(table)

@@ -74,7 +74,6 @@ def resolve_data_dir(explicit: str | Path | None = None, *, pull: bool = True) -
     if missing:
         shown = ", ".join(missing[:3]) + (" …" if len(missing) > 3 else "")
         raise DataDirError(
-            f"{source} points at {root}, which is not a τ-bench data directory "
-            f"(missing {shown})"
+            f"{source} points at {root}, which is not a τ-bench data directory (missing {shown})"
         )
     return root

@@ -114,7 +114,9 @@ async def test_max_tool_calls_per_turn_keeps_only_the_first() -> None:
 
 
 async def test_terminate_tool_ends_episode_after_running() -> None:
-    agent = ScriptAgent([AgentTurn(messages=["handing over"], tool_calls=[call("transfer"), call("a")])])
+    agent = ScriptAgent(
+        [AgentTurn(messages=["handing over"], tool_calls=[call("transfer"), call("a")])]
+    )
     ex = RecordingExecutor()
     res = await run_episode(agent, ex, ScriptUser([]), SESSION, "hi")
     assert res.stop_reason == "terminate_tool"
@@ -128,19 +130,27 @@ async def test_max_steps_counts_tool_calls_and_messages() -> None:
     assert res.stop_reason == "max_steps"
     assert res.steps == 7
     agent = ScriptAgent([AgentTurn(messages=[f"q{i}?"]) for i in range(50)])
-    res = await run_episode(agent, RecordingExecutor(), ScriptUser(["more"] * 50), SESSION, "hi", max_steps=3)
+    res = await run_episode(
+        agent, RecordingExecutor(), ScriptUser(["more"] * 50), SESSION, "hi", max_steps=3
+    )
     assert (res.stop_reason, res.steps) == ("max_steps", 3)
 
 
 async def test_agent_end_and_handoff() -> None:
     res = await run_episode(
         ScriptAgent([AgentTurn(messages=["bye"], end_conversation=True)]),
-        RecordingExecutor(), ScriptUser([]), SESSION, "hi",
+        RecordingExecutor(),
+        ScriptUser([]),
+        SESSION,
+        "hi",
     )
     assert res.stop_reason == "agent_end"
     res = await run_episode(
         ScriptAgent([AgentTurn(messages=["a human will help"], handoff=True)]),
-        RecordingExecutor(), ScriptUser([]), SESSION, "hi",
+        RecordingExecutor(),
+        ScriptUser([]),
+        SESSION,
+        "hi",
     )
     assert res.stop_reason == "agent_handoff"
 
@@ -163,7 +173,9 @@ async def test_user_stop_on_first_message_and_user_errors() -> None:
         async def reply(self, agent_message: str) -> str:
             raise ConnectionError("provider down")
 
-    res = await run_episode(ScriptAgent([]), RecordingExecutor(), ScriptUser([]), SESSION, STOP_TOKEN)
+    res = await run_episode(
+        ScriptAgent([]), RecordingExecutor(), ScriptUser([]), SESSION, STOP_TOKEN
+    )
     assert res.stop_reason == "user_stop"
     res = await run_episode(
         ScriptAgent([AgentTurn(messages=["?"])]), RecordingExecutor(), BrokenUser([]), SESSION, "hi"
@@ -173,7 +185,14 @@ async def test_user_stop_on_first_message_and_user_errors() -> None:
 
 
 async def test_usage_and_latency_recorded() -> None:
-    agent = ScriptAgent([AgentTurn(messages=["x"], usage=Usage(prompt_tokens=3, completion_tokens=2, cost=0.25, calls=1))])
+    agent = ScriptAgent(
+        [
+            AgentTurn(
+                messages=["x"],
+                usage=Usage(prompt_tokens=3, completion_tokens=2, cost=0.25, calls=1),
+            )
+        ]
+    )
     res = await run_episode(agent, RecordingExecutor(), ScriptUser([]), SESSION, "hi")
     assert res.agent_usage.cost == 0.25 and res.agent_usage.prompt_tokens == 3
     assert [t.role for t in res.turns] == ["user", "agent", "user"]

@@ -39,7 +39,9 @@ class CrashOnToolResults(EchoAgent):
         if isinstance(turn, ToolResults) and turn.results[0].is_error:
             raise RuntimeError("cannot handle tool errors")
         if isinstance(turn, ToolResults):
-            return AgentTurn(tool_calls=[ToolCall(id="c2", name="echo", arguments={"text": "again"})])
+            return AgentTurn(
+                tool_calls=[ToolCall(id="c2", name="echo", arguments={"text": "again"})]
+            )
         return await super().send(turn)
 
 

@@ -31,12 +31,17 @@ POOLS = {name: _gt_pool(name) for name in DOMAINS}
 SNAPSHOTS = {name: copy.deepcopy(d.base_db.tables) for name, d in DOMAINS.items()}
 
 json_leaf = st.one_of(
-    st.none(), st.booleans(), st.integers(-1000, 10**6), st.floats(allow_nan=False, width=32),
+    st.none(),
+    st.booleans(),
+    st.integers(-1000, 10**6),
+    st.floats(allow_nan=False, width=32),
     st.text(max_size=12),
 )
 json_value = st.recursive(
     json_leaf,
-    lambda inner: st.one_of(st.lists(inner, max_size=3), st.dictionaries(st.text(max_size=8), inner, max_size=3)),
+    lambda inner: st.one_of(
+        st.lists(inner, max_size=3), st.dictionaries(st.text(max_size=8), inner, max_size=3)
+    ),
     max_leaves=8,
 )
 
@@ -69,7 +74,9 @@ SETTINGS = settings(max_examples=40, deadline=None, suppress_health_check=[Healt
 
 @SETTINGS
 @given(st.sampled_from(sorted(DOMAINS)), st.data())
-def test_execute_never_raises_and_fast_hash_matches_slow_hash(name: str, data: st.DataObject) -> None:
+def test_execute_never_raises_and_fast_hash_matches_slow_hash(
+    name: str, data: st.DataObject
+) -> None:
     domain = DOMAINS[name]
     env = Env(domain)
     for tool, kwargs in data.draw(calls(name)):
@@ -80,7 +87,9 @@ def test_execute_never_raises_and_fast_hash_matches_slow_hash(name: str, data: s
 
 @SETTINGS
 @given(st.sampled_from(sorted(DOMAINS)), st.data())
-def test_episodes_are_isolated_and_pristine_hash_never_changes(name: str, data: st.DataObject) -> None:
+def test_episodes_are_isolated_and_pristine_hash_never_changes(
+    name: str, data: st.DataObject
+) -> None:
     domain = DOMAINS[name]
     pristine = domain.base_db.data_hash
     a, b = Env(domain), Env(domain)

@@ -28,7 +28,9 @@ async def test_max_steps_scores_zero_like_the_original(retail) -> None:  # type:
 async def test_wrong_db_state_gives_diff(retail) -> None:  # type: ignore[no-untyped-def]
     from tau_bench.env import Env
 
-    task = next(t for t in retail.tasks("test") if any(a.name == "cancel_pending_order" for a in t.actions))
+    task = next(
+        t for t in retail.tasks("test") if any(a.name == "cancel_pending_order" for a in t.actions)
+    )
     env = Env(retail, task)
     result = env.reward()  # agent did nothing
     assert result.reward == 0.0 and result.r_actions == 0.0
