@@ -9,12 +9,20 @@ and returns every retry it made next to the response so callers can record them.
 litellm is imported lazily (it takes seconds) and never fetches its price map: the
 local copy is forced before the import. We use litellm's httpx transport rather than
 its aiohttp one, so one transport serves production and the respx-mocked tests.
+
+Throughput (docs/performance.md, "Runner"): every call costs CPU in litellm, so the
+per-call work that can legitimately be skipped is. OpenAI-format calls go through
+litellm's own HTTP handler instead of the openai SDK (which re-walks every message and
+tool schema against its TypedDicts on each call); OpenAI, Anthropic and Gemini calls
+share per-event-loop httpx clients sized to the load (`_ClientPool`); the cost litellm
+already computed for its logging is reused; a missing API key fails before any request.
 """
 
 from __future__ import annotations
 
 import asyncio
 import email.utils
+import functools
 import json
 import os
 import random
@@ -30,6 +38,11 @@ from tenacity import AsyncRetrying, RetryCallState, retry_if_exception, stop_aft
 from tau_adapters.protocol import AdapterAuthError, AdapterConfigError, AdapterError, Usage
 
 os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
+# litellm's own HTTP handler for OpenAI chat calls (the same request/response transforms
+# as its openai-SDK route, without the SDK's per-call TypedDict walk of the whole body).
+# Set it to False in the environment to go back to the SDK route.
+OPENAI_HANDLER_ENV = "EXPERIMENTAL_OPENAI_BASE_LLM_HTTP_HANDLER"
+os.environ.setdefault(OPENAI_HANDLER_ENV, "True")
 
 RETRYABLE_STATUS = frozenset({408, 409, 425, 429, 500, 502, 503, 504, 520, 522, 524, 529})
 
@@ -158,6 +171,7 @@ class LLMConfig:
     max_attempts: int | None = None
     retry: RetryPolicy | None = None
     extra: Mapping[str, Any] = field(default_factory=dict)
+    top_p: float | None = None
 
     @classmethod
     def from_options(
@@ -188,6 +202,7 @@ class LLMConfig:
             temperature=temperature,
             seed=_number(options, "seed", int, None),
             timeout=_number(options, "timeout", float, 600.0),
+            top_p=_number(options, "top_p", float, None),
             max_attempts=None if attempts is None else max(1, attempts),
             extra=dict(extra),
         )
@@ -282,6 +297,106 @@ def _semaphore(provider: str) -> asyncio.Semaphore | None:
     return per_loop[provider]
 
 
+# ---------------------------------------------------------------------------- clients
+
+SHARD_CALLS = 8
+"""Concurrent calls one httpx client carries before its pool opens another client.
+
+httpcore's connection pool scans all of a client's connections on every request and
+response (once more per idle connection), so one client holding 200 connections spends
+more CPU in that scan than in the request itself. Small clients, each call given the
+least-loaded one, keep every scan short; connections stay alive and are reused (litellm's
+default client keeps at most 20 idle, so above 20 concurrent calls it closes and reopens
+a connection on nearly every request)."""
+
+POOLED_PROVIDERS = frozenset({"openai", "anthropic", "gemini"})
+"""Providers whose litellm handler takes an `AsyncHTTPHandler` as `client`."""
+
+
+def _openai_via_handler() -> bool:
+    return os.environ.get(OPENAI_HANDLER_ENV, "").strip().lower() in ("1", "true", "yes", "on")
+
+
+def _new_handler(timeout: float | None) -> Any:
+    """litellm's async HTTP handler over an httpx client configured as litellm configures
+    its own (TLS, user agent, no cookies, proxies from the environment), plus pool limits."""
+    import httpx
+    import litellm
+    from litellm.llms.custom_httpx import http_handler as hh
+
+    client = httpx.AsyncClient(
+        timeout=timeout if timeout is not None else 600.0,
+        limits=httpx.Limits(max_connections=None, max_keepalive_connections=2 * SHARD_CALLS),
+        verify=hh.get_ssl_configuration(),
+        cert=os.getenv("SSL_CERTIFICATE", litellm.ssl_certificate),
+        headers=hh.get_default_headers(),
+        cookies=hh.blocked_cookie_jar(),
+        follow_redirects=True,
+        http2=hh.http2_enabled(),
+    )
+    handler = hh.AsyncHTTPHandler(timeout=timeout)
+    handler.client = client  # the documented setter: litellm will not close it
+    return handler
+
+
+class _ClientPool:
+    """The httpx clients of one provider and api_base on one event loop."""
+
+    def __init__(self, timeout: float | None) -> None:
+        self.timeout = timeout
+        self.handlers: list[Any] = []
+        self.load: list[int] = []
+
+    def acquire(self) -> int:
+        """The index of the least-loaded client; a new one when every client is full."""
+        best = min(range(len(self.load)), key=self.load.__getitem__, default=-1)
+        if best < 0 or self.load[best] >= SHARD_CALLS:
+            self.handlers.append(_new_handler(self.timeout))
+            self.load.append(0)
+            best = len(self.load) - 1
+        self.load[best] += 1
+        return best
+
+    def release(self, index: int) -> None:
+        if index < len(self.load):  # the pool may have been closed meanwhile
+            self.load[index] -= 1
+
+    async def aclose(self) -> None:
+        handlers, self.handlers, self.load = self.handlers, [], []
+        for handler in handlers:
+            await handler.client.aclose()
+
+
+_pools: weakref.WeakKeyDictionary[
+    asyncio.AbstractEventLoop, dict[tuple[str, str | None], _ClientPool]
+] = weakref.WeakKeyDictionary()
+
+
+def _client_pool(provider: str, config: LLMConfig) -> _ClientPool | None:
+    if provider not in POOLED_PROVIDERS or (provider == "openai" and not _openai_via_handler()):
+        return None
+    per_loop = _pools.setdefault(asyncio.get_running_loop(), {})
+    key = (provider, config.api_base)
+    if key not in per_loop:
+        per_loop[key] = _ClientPool(config.timeout)
+    return per_loop[key]
+
+
+def client_counts() -> dict[str, int]:
+    """httpx clients open per provider on the running event loop (tests, benchmarks)."""
+    out: dict[str, int] = {}
+    for (provider, _), pool in _pools.get(asyncio.get_running_loop(), {}).items():
+        out[provider] = out.get(provider, 0) + len(pool.handlers)
+    return out
+
+
+async def aclose_clients() -> None:
+    """Close the running event loop's pooled clients (at the end of a run; optional:
+    they are dropped with their loop anyway)."""
+    for pool in _pools.pop(asyncio.get_running_loop(), {}).values():
+        await pool.aclose()
+
+
 # ---------------------------------------------------------------------------- litellm
 
 
@@ -296,15 +411,43 @@ def _litellm() -> Any:
 
 def provider_of(config: LLMConfig) -> str:
     """The provider name a model call goes to (the key of the concurrency caps)."""
-    if config.provider:
-        return config.provider
+    return config.provider or _provider(config.model, config.api_base)
+
+
+@functools.lru_cache(maxsize=256)
+def _provider(model: str, api_base: str | None) -> str:
     try:
-        _, provider, _, _ = _litellm().get_llm_provider(
-            model=config.model, api_base=config.api_base
-        )
+        _, provider, _, _ = _litellm().get_llm_provider(model=model, api_base=api_base)
         return str(provider)
     except Exception:
-        return config.model.split("/", 1)[0] if "/" in config.model else "openai"
+        return model.split("/", 1)[0] if "/" in model else "openai"
+
+
+KEY_PROVIDERS = frozenset(
+    {"openai", "anthropic", "gemini", "mistral", "groq", "deepseek", "xai", "openrouter"}
+)
+"""Providers whose only credential is an API key (others may use cloud credentials)."""
+
+
+def missing_key(config: LLMConfig, provider: str) -> list[str]:
+    """The environment variables one of which should hold the provider's API key, when
+    no key is set anywhere; empty when a key is present, or may not be needed (a custom
+    `api_base`, a provider with other kinds of credentials)."""
+    if provider not in KEY_PROVIDERS or config.api_base or config.extra.get("api_key"):
+        return []
+    litellm = _litellm()
+    if getattr(litellm, "api_key", None) or getattr(litellm, f"{provider}_key", None):
+        return []
+    model = config.model
+    if config.provider and not model.startswith(f"{config.provider}/"):
+        model = f"{config.provider}/{model}"
+    try:
+        found = litellm.validate_environment(model=model)
+    except Exception:
+        return []
+    if found.get("keys_in_environment"):
+        return []
+    return [str(name) for name in found.get("missing_keys") or []]
 
 
 def _status(exc: BaseException) -> int | None:
@@ -315,9 +458,17 @@ def _status(exc: BaseException) -> int | None:
         return None
 
 
+_MISSING_CREDENTIALS = re.compile(
+    r"(?i)missing credentials|missing [\w ]{0,30}api[ _-]?key|api_key client option must be set"
+    r"|no (?:api )?key (?:is )?(?:set|provided|found)"
+)
+
+
 def classify(exc: BaseException) -> tuple[type[LLMError], bool]:
     """The error type an exception maps to, and whether another attempt may succeed."""
     litellm = _litellm()
+    if _MISSING_CREDENTIALS.search(str(exc)):  # raised before any request: never retry
+        return LLMAuthError, False
     if isinstance(exc, litellm.ContextWindowExceededError):
         return LLMContextWindowError, False
     if isinstance(exc, litellm.AuthenticationError | litellm.PermissionDeniedError):
@@ -380,6 +531,15 @@ def retry_after(exc: BaseException) -> float | None:
 
 
 def _cost(litellm: Any, response: Any) -> float:
+    """The call's cost. litellm prices every response for its own logging and keeps the
+    figure in `_hidden_params` (None when the model has no price); computing it again
+    costs as much CPU as the HTTP exchange, so only responses without it are priced."""
+    hidden = getattr(response, "_hidden_params", None)
+    if isinstance(hidden, Mapping) and "response_cost" in hidden:
+        try:
+            return float(hidden["response_cost"] or 0.0)
+        except (TypeError, ValueError):
+            return 0.0
     try:
         cost = litellm.completion_cost(completion_response=response)
         return float(cost or 0.0)
@@ -454,6 +614,15 @@ async def complete(
     litellm = _litellm()
     policy = config.retry or DEFAULT_RETRY
     provider = provider_of(config)
+    missing = missing_key(config, provider)
+    if missing:
+        raise LLMAuthError(
+            f"{config.model} ({provider}): no API key: set {' or '.join(missing)}"
+            " (or pass api_key in llm_extra)",
+            provider=provider,
+            model=config.model,
+            attempts=0,
+        )
     kwargs: dict[str, Any] = {
         "model": config.model,
         "messages": [dict(m) for m in messages],
@@ -472,6 +641,8 @@ async def complete(
         kwargs["seed"] = config.seed
     if config.timeout is not None:
         kwargs["timeout"] = config.timeout
+    if config.top_p is not None:
+        kwargs["top_p"] = config.top_p
     kwargs.update(config.extra)
     kwargs.update(overrides)
 
@@ -500,12 +671,24 @@ async def complete(
             )
         )
 
+    # A caller's own client or TLS setting wins over the shared clients.
+    pool = None if "client" in kwargs or "ssl_verify" in kwargs else _client_pool(provider, config)
+
+    async def send() -> Any:
+        if pool is None:
+            return await litellm.acompletion(**kwargs)
+        slot = pool.acquire()
+        try:
+            return await litellm.acompletion(**kwargs, client=pool.handlers[slot])
+        finally:
+            pool.release(slot)
+
     async def call() -> Any:
         semaphore = _semaphore(provider)
         if semaphore is None:
-            return await litellm.acompletion(**kwargs)
+            return await send()
         async with semaphore:
-            return await litellm.acompletion(**kwargs)
+            return await send()
 
     retrying = AsyncRetrying(
         stop=stop_after_attempt(attempts),

@@ -1,16 +1,17 @@
-"""Run metrics: average reward, pass^k, cost, tokens, latency percentiles, errors.
+"""Run metrics: average reward, pass^k, pass@k, cost, tokens, latency percentiles, errors.
 
 Pure functions over episode records. Errored episodes (infrastructure failures: an
 adapter crash, a provider outage after retries) are not scored: they are counted
-separately and kept out of the reward average and pass^k, whose denominator per task
-is the number of *scored* trials.
+separately and kept out of the reward average, pass^k and pass@k, whose denominator
+per task is the number of *scored* trials.
 """
 
 from __future__ import annotations
 
 import math
+import statistics
 from collections import Counter
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any
 
 from tau_bench.results import EpisodeRecord, is_success
@@ -30,6 +31,32 @@ def pass_hat_k(counts: Mapping[Any, tuple[int, int]], k: int) -> float | None:
     return sum(math.comb(c, k) / math.comb(n, k) for c, n in eligible) / len(eligible)
 
 
+def pass_at_k(counts: Mapping[Any, tuple[int, int]], k: int) -> float | None:
+    """pass@k, the unbiased estimator: mean over tasks of 1 - C(n-c, k) / C(n, k).
+
+    The probability that at least one of k samples drawn without replacement from the
+    n scored trials succeeds. Tasks with fewer than `k` scored trials are left out;
+    None if none remain.
+    """
+    if k < 1:
+        raise ValueError("k must be at least 1")
+    eligible = [(c, n) for c, n in counts.values() if n >= k]
+    if not eligible:
+        return None
+    return sum(1.0 - math.comb(n - c, k) / math.comb(n, k) for c, n in eligible) / len(eligible)
+
+
+def spread(values: Sequence[float]) -> dict[str, float | None]:
+    """min / max / sample standard deviation (n-1; 0.0 for a single value)."""
+    if not values:
+        return {"min": None, "max": None, "stdev": None}
+    return {
+        "min": min(values),
+        "max": max(values),
+        "stdev": statistics.stdev(values) if len(values) > 1 else 0.0,
+    }
+
+
 def success_counts(records: Iterable[EpisodeRecord]) -> dict[Any, tuple[int, int]]:
     """Per task: (successful scored trials, scored trials); errored ones are skipped."""
     counts: dict[Any, list[int]] = {}
@@ -45,6 +72,44 @@ def success_counts(records: Iterable[EpisodeRecord]) -> dict[Any, tuple[int, int
 def pass_hat_ks(records: Iterable[EpisodeRecord], num_trials: int) -> dict[int, float | None]:
     counts = success_counts(records)
     return {k: pass_hat_k(counts, k) for k in range(1, num_trials + 1)}
+
+
+def user_model_of(record: EpisodeRecord) -> str:
+    """The user a record had: its model, or its strategy when it has none (scripted)."""
+    return record.user_model or record.user_strategy or "unknown"
+
+
+def domain_of(record: EpisodeRecord) -> str:
+    """The domain of a record (older records: from a namespaced task id, else "")."""
+    if record.domain:
+        return record.domain
+    if isinstance(record.task_id, str) and "/" in record.task_id:
+        return record.task_id.split("/", 1)[0]
+    return ""
+
+
+def group_metrics(
+    records: Sequence[EpisodeRecord],
+    key: Callable[[EpisodeRecord], str],
+    num_trials: int,
+) -> dict[str, dict[str, Any]]:
+    """Scores per group (e.g. per user model): episodes, scored, errors, avg_reward,
+    successes and pass^k for k = 1..num_trials, computed within each group."""
+    groups: dict[str, list[EpisodeRecord]] = {}
+    for r in records:
+        groups.setdefault(key(r), []).append(r)
+    out: dict[str, dict[str, Any]] = {}
+    for name, members in groups.items():
+        scored = [r for r in members if not r.is_error]
+        out[name] = {
+            "episodes": len(members),
+            "scored": len(scored),
+            "errors": len(members) - len(scored),
+            "avg_reward": (sum(r.reward or 0.0 for r in scored) / len(scored)) if scored else None,
+            "successes": sum(1 for r in scored if is_success(r.reward)),
+            "pass_hat_k": {str(k): v for k, v in pass_hat_ks(members, num_trials).items()},
+        }
+    return out
 
 
 def percentile(values: Sequence[float], q: float) -> float | None:
@@ -121,4 +186,66 @@ def summarize(
             "episode": _spread([r.duration for r in scored]),
         },
         "stop_reasons": dict(Counter(r.stop_reason for r in records)),
+        "by_user_model": group_metrics(records, user_model_of, num_trials),
+        **_by_domain(records, num_trials),
+    }
+
+
+def _by_domain(records: Sequence[EpisodeRecord], num_trials: int) -> dict[str, Any]:
+    """`by_domain` for multi-domain runs only (a single-domain summary is unchanged)."""
+    if len({domain_of(r) for r in records}) < 2:
+        return {}
+    return {"by_domain": group_metrics(records, domain_of, num_trials)}
+
+
+def _scores(records: Sequence[EpisodeRecord]) -> dict[str, Any]:
+    scored = [r for r in records if not r.is_error]
+    return {
+        "episodes": len(records),
+        "scored": len(scored),
+        "errors": len(records) - len(scored),
+        "tasks": len({r.task_id for r in scored}),
+        "avg_reward": (sum(r.reward or 0.0 for r in scored) / len(scored)) if scored else None,
+    }
+
+
+def eval_metrics(
+    groups: Mapping[str, Sequence[EpisodeRecord]], ks: Sequence[int]
+) -> dict[str, Any]:
+    """pass@k and pass^k per user model and overall, and the spread of pass^1.
+
+    `groups` maps a user model to its episodes (k samples of each task). Overall
+    figures average over every (user model, task) pair, so each user model weighs by
+    its tasks; the spread is min / max / sample stdev of the per-model pass^1.
+    """
+    per_model: dict[str, Any] = {}
+    pooled: dict[Any, tuple[int, int]] = {}
+    everything: list[EpisodeRecord] = []
+    for model, records in groups.items():
+        counts = success_counts(records)
+        per_model[model] = {
+            **_scores(records),
+            "pass_at_k": {str(k): pass_at_k(counts, k) for k in ks},
+            "pass_hat_k": {str(k): pass_hat_k(counts, k) for k in ks},
+        }
+        pooled.update({(model, task): cn for task, cn in counts.items()})
+        everything.extend(records)
+    overall = {
+        **_scores(everything),
+        "pass_at_k": {str(k): pass_at_k(pooled, k) for k in ks},
+        "pass_hat_k": {str(k): pass_hat_k(pooled, k) for k in ks},
+    }
+    pass1: dict[str, float] = {}
+    for model, records in groups.items():
+        value = pass_hat_k(success_counts(records), 1)
+        if value is not None:
+            pass1[model] = value
+    stats: dict[str, Any] = spread(list(pass1.values()))
+    stats["min_user_model"] = min(pass1, key=lambda m: pass1[m]) if pass1 else None
+    stats["max_user_model"] = max(pass1, key=lambda m: pass1[m]) if pass1 else None
+    return {
+        "ks": list(ks),
+        "per_user_model": per_model,
+        "overall": overall,
+        "spread": {"pass_hat_1": stats},
     }

@@ -35,7 +35,7 @@ def is_success(reward: float | None) -> bool:
 class EpisodeRecord:
     """One finished (task, trial): reward, trajectory, timings, usage, or the error."""
 
-    task_id: int
+    task_id: int | str  # "retail/12" in multi-domain runs
     trial: int
     reward: float | None
     reward_info: dict[str, Any] | None = None
@@ -56,9 +56,11 @@ class EpisodeRecord:
     dropped_tool_calls: int = 0
     warnings: list[str] = field(default_factory=list)
     started_at: str = ""
+    domain: str = ""
+    seed: int | None = None
 
     @property
-    def key(self) -> tuple[int, int]:
+    def key(self) -> tuple[int | str, int]:
         return (self.task_id, self.trial)
 
     @property
@@ -97,6 +99,8 @@ def record_from_episode(
     user_strategy: str,
     user_model: str | None,
     started_at: str,
+    domain: str = "",
+    seed: int | None = None,
 ) -> EpisodeRecord:
     """The record of a `tau_bench.episode.ScoredEpisode`."""
     result = scored.result
@@ -123,11 +127,13 @@ def record_from_episode(
         dropped_tool_calls=result.dropped_tool_calls,
         warnings=list(result.warnings),
         started_at=started_at,
+        domain=domain,
+        seed=seed,
     )
 
 
 def record_from_exception(
-    task_id: int,
+    task_id: int | str,
     trial: int,
     task: Any,
     exc: BaseException,
@@ -139,6 +145,8 @@ def record_from_exception(
     user_strategy: str,
     user_model: str | None,
     started_at: str,
+    domain: str = "",
+    seed: int | None = None,
 ) -> EpisodeRecord:
     """An episode that failed outside the loop (building the adapter or user, scoring)."""
     detail = "".join(traceback.format_exception_only(type(exc), exc)).strip()
@@ -161,6 +169,8 @@ def record_from_exception(
         user_strategy=user_strategy,
         user_model=user_model,
         started_at=started_at,
+        domain=domain,
+        seed=seed,
     )
 
 
@@ -218,8 +228,9 @@ def write_tau_bench(records: Iterable[EpisodeRecord], log_path: Path) -> Path:
     return path
 
 
-# --output-format name -> writer(records, log path) -> the path written. The MT-bench
-# export (tau_bench.analysis.mt_bench) is to be registered here.
+# Writers of `<run-name>.json`-style files: name -> writer(records, log path) -> path.
+# The τ-bench file is always written; `--output-format mt-bench` adds the MT-bench
+# folder (`tau_bench.analysis.mt_bench`, which needs the dataset and model: see the runner).
 OUTPUT_WRITERS: dict[str, Callable[[Iterable[EpisodeRecord], Path], Path]] = {
     "tau-bench": write_tau_bench,
 }
@@ -276,7 +287,7 @@ class LogFileError(ValueError):
 @dataclass
 class LogContents:
     header: dict[str, Any]
-    records: dict[tuple[int, int], EpisodeRecord]
+    records: dict[tuple[int | str, int], EpisodeRecord]
     bad_lines: int = 0
 
 
@@ -292,7 +303,7 @@ def read_log(path: Path) -> LogContents:
     except OSError as exc:
         raise LogFileError(f"cannot read results log {path}: {exc.strerror}") from None
     header: dict[str, Any] | None = None
-    records: dict[tuple[int, int], EpisodeRecord] = {}
+    records: dict[tuple[int | str, int], EpisodeRecord] = {}
     bad = 0
     for line in lines:
         if not line.strip():

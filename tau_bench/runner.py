@@ -8,29 +8,42 @@ the agent provider once, runs the pending (task, trial) pairs on at most
 appends each finished episode to the log, and at the end - or on cancellation (Ctrl-C) -
 writes the τ-bench results file and the summary from everything finished so far.
 One failing episode is recorded as an error and never stops the others.
+
+Per episode, the runner derives a seed from (run seed, task id, trial)
+(`tau_bench.config.episode_seed`) and gives it to the user simulator and, through
+`SessionContext.metadata["seed"]`, to the agent; with `user_models` it picks the
+episode's user model round-robin by its sample index (`RunPlan.sample_index`). A run
+may span several domains (`env="retail,airline"`): task ids are then `"retail/12"`.
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
+import dataclasses
 import hashlib
 import json
 import random
 import sys
 import time
 from collections import deque
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol
 
 from tau_adapters.protocol import AdapterError, UserSimulator
 from tau_adapters.registry import AgentProvider, UnknownAdapterError, build_provider
-from tau_bench.config import RunConfig, RunConfigError, fingerprint_differences
+from tau_bench.config import (
+    EvalConfig,
+    RunConfig,
+    RunConfigError,
+    episode_seed,
+    fingerprint_differences,
+)
 from tau_bench.domains import Domain, load_domain
-from tau_bench.episode import run_task
-from tau_bench.metrics import summarize
+from tau_bench.episode import run_task, session_for
+from tau_bench.metrics import eval_metrics, summarize
 from tau_bench.results import (
     OUTPUT_WRITERS,
     EpisodeRecord,
@@ -46,8 +59,17 @@ from tau_bench.results import (
 from tau_bench.tasks import Task, load_tasks
 from tau_bench.users import UnknownUserStrategyError, build_user
 
-Key = tuple[int, int]  # (task id, trial)
+TaskId = int | str  # an index into the split; "domain/index" in multi-domain runs
+Key = tuple[TaskId, int]  # (task id, trial)
 NO_MODEL_USERS = frozenset({"scripted", "human"})
+
+
+@dataclass(frozen=True)
+class TaskRef:
+    """Where a run's task comes from: its domain and its index in that domain's list."""
+
+    domain: str
+    index: int
 
 
 class RunObserver(Protocol):
@@ -62,11 +84,15 @@ class RunObserver(Protocol):
 
 @dataclass
 class RunPlan:
-    """What a run will do, fully validated: tasks, the (task, trial) order, file names."""
+    """What a run will do, fully validated: tasks, the (task, trial) order, file names.
+
+    `domain` is the first (usually only) domain; `domains` and `refs` say which domain
+    each task id belongs to.
+    """
 
     config: RunConfig
     domain: Domain
-    tasks: dict[int, Task]
+    tasks: dict[TaskId, Task]
     order: list[Key]
     task_hash: str
     run_name: str
@@ -74,6 +100,29 @@ class RunPlan:
     existing: dict[Key, EpisodeRecord] = field(default_factory=dict)
     resumed: bool = False
     source: str = ""
+    domains: dict[str, Domain] = field(default_factory=dict)
+    refs: dict[TaskId, TaskRef] = field(default_factory=dict)
+    _positions: dict[TaskId, int] = field(default_factory=dict, init=False, repr=False)
+
+    def __post_init__(self) -> None:
+        if not self.domains:
+            self.domains = {self.domain.name: self.domain}
+        if not self.refs:
+            self.refs = {
+                tid: TaskRef(self.domain.name, tid if isinstance(tid, int) else -1)
+                for tid in self.tasks
+            }
+        self._positions = {tid: i for i, tid in enumerate(self.tasks)}
+
+    def sample_index(self, key: Key) -> int:
+        """The position of (task, trial) in the run's canonical order: trial by trial,
+        tasks in selection order (`trial * len(tasks) + task position`), whatever the
+        shuffle or the scheduling. It does not change when a resume adds trials."""
+        task_id, trial = key
+        return trial * len(self.tasks) + self._positions[task_id]
+
+    def domain_of(self, task_id: TaskId) -> Domain:
+        return self.domains[self.refs[task_id].domain]
 
     @property
     def pending(self) -> list[Key]:
@@ -101,7 +150,7 @@ class RunOutcome:
 # -- preparation -----------------------------------------------------------------------
 
 
-def task_data_hash(tasks: dict[int, Task]) -> str:
+def task_data_hash(tasks: dict[TaskId, Task]) -> str:
     """sha256 of the selected tasks' JSON (ids included): resume refuses a mismatch."""
     payload = json.dumps(
         [[tid, task.model_dump(mode="json")] for tid, task in sorted(tasks.items())],
@@ -112,21 +161,79 @@ def task_data_hash(tasks: dict[int, Task]) -> str:
     return hashlib.sha256(payload.encode("utf-8")).hexdigest()
 
 
-def _select(config: RunConfig, all_tasks: list[Task], source: str) -> tuple[list[int], int]:
+def _select(
+    ids: list[int] | None, config: RunConfig, all_tasks: list[Task], source: str
+) -> tuple[list[int], int]:
+    """Indices into `all_tasks`: `ids` if given (None: the start/end range), and the
+    range's end."""
     n = len(all_tasks)
     if n == 0:
         raise RunConfigError(f"{source} has no tasks")
     end = n if config.end_index == -1 else min(config.end_index, n)
-    if config.task_ids:
-        bad = [t for t in config.task_ids if not 0 <= t < n]
+    if ids is not None:
+        bad = [t for t in ids if not 0 <= t < n]
         if bad:
             raise RunConfigError(f"task id {bad[0]} out of range for {source} (valid: 0-{n - 1})")
-        return list(dict.fromkeys(config.task_ids)), end
+        return list(dict.fromkeys(ids)), end
     if not 0 <= config.start_index < end:
         raise RunConfigError(
             f"empty task range {config.start_index}-{end} for {source} ({n} tasks)"
         )
     return list(range(config.start_index, end)), end
+
+
+def _ids_for(config: RunConfig, domain: str) -> list[int] | None:
+    """The `task_ids` that select tasks of `domain`: plain ids select in every domain,
+    `domain/N` only in its own. None when the run selects by range."""
+    if not config.task_ids:
+        return None
+    out: list[int] = []
+    for tid in config.task_ids:
+        if isinstance(tid, int):
+            out.append(tid)
+            continue
+        name, _, index = tid.partition("/")
+        if name not in config.envs:
+            raise RunConfigError(f"task id {tid!r} is not in this run's env ({config.env})")
+        if name == domain:
+            out.append(int(index))
+    return out
+
+
+def _select_tasks(
+    config: RunConfig, domains: dict[str, Domain]
+) -> tuple[dict[TaskId, Task], dict[TaskId, TaskRef], str, int]:
+    """The run's tasks by id, where each comes from, a description, and the range end."""
+    tasks: dict[TaskId, Task] = {}
+    refs: dict[TaskId, TaskRef] = {}
+    if config.tasks_file:
+        if config.multi_domain:
+            raise RunConfigError("--tasks-file takes a single --env (its tasks are one domain's)")
+        name = config.envs[0]
+        all_tasks = load_tasks(Path(config.tasks_file))
+        source = f"tasks file {config.tasks_file}"
+        ids, end = _select(_ids_for(config, name), config, all_tasks, source)
+        for i in ids:
+            tasks[i] = all_tasks[i]
+            refs[i] = TaskRef(name, i)
+        return tasks, refs, source, end
+    sources, ends = [], []
+    for name, domain in domains.items():
+        all_tasks = domain.tasks(config.task_split)
+        source = f"{name} {config.task_split}"
+        wanted = _ids_for(config, name)
+        if wanted == []:
+            continue  # only other domains' tasks were named
+        ids, end = _select(wanted, config, all_tasks, source)
+        sources.append(source)
+        ends.append(end)
+        for i in ids:
+            tid: TaskId = f"{name}/{i}" if config.multi_domain else i
+            tasks[tid] = all_tasks[i]
+            refs[tid] = TaskRef(name, i)
+    if not tasks:
+        raise RunConfigError(f"no tasks selected from {config.env}")
+    return tasks, refs, ", ".join(sources), max(ends)
 
 
 def _resolve_resume_path(path: str) -> Path:
@@ -148,19 +255,13 @@ def _free_stem(log_dir: Path, stem: str) -> str:
 
 def prepare_run(config: RunConfig) -> RunPlan:
     """Validate the config against the data and any log to resume; writes nothing."""
-    domain = load_domain(config.env, config.data_dir)
-    if config.tasks_file:
-        all_tasks = load_tasks(Path(config.tasks_file))
-        source = f"tasks file {config.tasks_file}"
-    else:
-        all_tasks = domain.tasks(config.task_split)
-        source = f"{config.env} {config.task_split}"
-    ids, end = _select(config, all_tasks, source)
-    tasks = {tid: all_tasks[tid] for tid in ids}
+    domains = {name: load_domain(name, config.data_dir) for name in config.envs}
+    domain = domains[config.envs[0]]
+    tasks, refs, source, end = _select_tasks(config, domains)
     rng = random.Random(config.seed)
     order: list[Key] = []
     for trial in range(config.num_trials):
-        trial_ids = list(ids)
+        trial_ids = list(tasks)
         if config.shuffle:
             rng.shuffle(trial_ids)
         order.extend((tid, trial) for tid in trial_ids)
@@ -194,6 +295,8 @@ def prepare_run(config: RunConfig) -> RunPlan:
             existing=contents.records,
             resumed=True,
             source=source,
+            domains=domains,
+            refs=refs,
         )
 
     log_dir = Path(config.log_dir)
@@ -203,7 +306,7 @@ def prepare_run(config: RunConfig) -> RunPlan:
         temperature=config.temperature,
         start_index=config.start_index,
         end_index=end,
-        user_model=config.user_model,
+        user_model="+".join(m.split("/")[-1] for m in config.user_models or [config.user_model]),
         user_strategy=config.user_strategy,
     )
     stem = _free_stem(log_dir, stem)
@@ -216,6 +319,8 @@ def prepare_run(config: RunConfig) -> RunPlan:
         run_name=stem,
         log_path=log_dir / f"{stem}.jsonl",
         source=source,
+        domains=domains,
+        refs=refs,
     )
 
 
@@ -272,15 +377,18 @@ class Runner:
         except (AdapterError, ValueError, KeyError) as exc:
             raise RunConfigError(f"agent strategy {name!r}: {exc}") from None
 
-    def _new_user(self) -> UserSimulator:
+    def _new_user(self, model: str | None = None, seed: int | None = None) -> UserSimulator:
+        """A fresh user for one episode: user model `model`, seed `seed` (defaults: the
+        config's user model and run seed)."""
         if self._user_factory is not None:
             return self._user_factory()
-        return build_user(self.config.user_strategy, **self.config.user_options())
+        return build_user(self.config.user_strategy, **self.config.user_options(model, seed))
 
     def _preflight_user(self) -> None:
         name = self.config.user_strategy
         try:
-            self._new_user()
+            for model in self.config.user_models or [self.config.user_model]:
+                self._new_user(model)
         except UnknownUserStrategyError as exc:
             raise RunConfigError(str(exc)) from None
         except ImportError as exc:
@@ -303,32 +411,45 @@ class Runner:
         }
         return ResultsLog.create(plan.log_path, header)
 
-    @property
-    def _user_model(self) -> str | None:
-        if self.config.user_strategy in NO_MODEL_USERS:
-            return None
-        return self.config.user_model
+    def user_model_for(self, key: Key) -> str:
+        """The user model of (task, trial): round-robin over `user_models` by sample index."""
+        return self.config.user_model_for(self.plan.sample_index(key))
 
     async def _episode(self, provider: AgentProvider, key: Key) -> EpisodeRecord:
         task_id, trial = key
         task = self.plan.tasks[task_id]
+        ref = self.plan.refs[task_id]
+        domain = self.plan.domains[ref.domain]
         cfg = self.config
+        seed = episode_seed(cfg.seed, task_id, trial)
+        user_model = self.user_model_for(key)
         meta: dict[str, Any] = {
             "agent_strategy": cfg.agent_strategy,
             "model": cfg.model,
             "user_strategy": cfg.user_strategy,
-            "user_model": self._user_model,
+            "user_model": None if cfg.user_strategy in NO_MODEL_USERS else user_model,
             "started_at": now_iso(),
+            "domain": ref.domain,
+            "seed": seed,
         }
         t0 = time.perf_counter()
         stage = "agent"
         try:
             adapter = provider.new_adapter()
             stage = "user"
-            user = self._new_user()
+            user = self._new_user(user_model, seed)
             stage = "episode"
+            # The session names the task by its index in its domain (session.domain
+            # says which); the record keeps the run's id ("retail/12" across domains).
+            session = session_for(
+                domain,
+                task,
+                ref.index,
+                trial,
+                metadata={"seed": seed, "sample_index": self.plan.sample_index(key)},
+            )
             scored = await run_task(
-                self.plan.domain,
+                domain,
                 task,
                 task_id,
                 adapter,
@@ -336,6 +457,7 @@ class Runner:
                 trial=trial,
                 max_steps=cfg.max_steps,
                 max_tool_calls_per_turn=cfg.max_tool_calls_per_turn,
+                session=session,
             )
             return record_from_episode(scored, task, **meta)
         except Exception as exc:  # one broken episode never stops the run
@@ -371,10 +493,8 @@ class Runner:
 
     def final_records(self) -> list[EpisodeRecord]:
         """Latest record per planned (task, trial), ordered by trial then task selection."""
-        position = {tid: i for i, tid in enumerate(self.plan.tasks)}
         keys = sorted(
-            (k for k in self.plan.order if k in self._records),
-            key=lambda k: (k[1], position[k[0]]),
+            (k for k in self.plan.order if k in self._records), key=self.plan.sample_index
         )
         return [self._records[k] for k in keys]
 
@@ -396,12 +516,37 @@ class Runner:
             },
             **summary,
         }
-        OUTPUT_WRITERS[self.config.output_format](records, self.plan.log_path)
+        OUTPUT_WRITERS["tau-bench"](records, self.plan.log_path)
+        if self.config.output_format == "mt-bench":
+            summary["files"].update(self._write_mt_bench(records))
         write_json_atomic(self.plan.summary_path, summary)
         self.outcome = RunOutcome(
             plan=self.plan, records=records, summary=summary, ran=self._ran, interrupted=interrupted
         )
         return self.outcome
+
+    def _write_mt_bench(self, records: list[EpisodeRecord]) -> dict[str, str]:
+        """The MT-bench folder next to the log; a failure is reported in the summary's
+        files (`mt_bench_error`) rather than losing the summary."""
+        from tau_bench.analysis.mt_bench import write_mt_bench
+
+        # Namespaced ids ("retail/12") become file-name parts ("retail-12").
+        flat = [
+            dataclasses.replace(r, task_id=r.task_id.replace("/", "-"))
+            if isinstance(r.task_id, str)
+            else r
+            for r in records
+        ]
+        try:
+            folder = write_mt_bench(
+                flat,
+                self.plan.log_path.parent,
+                dataset=self.config.env,
+                model=self.config.model or self.config.agent_strategy,
+            )
+        except Exception as exc:
+            return {"mt_bench_error": f"{type(exc).__name__}: {exc}"}
+        return {"mt_bench": str(folder)}
 
     async def run(self) -> RunOutcome:
         """Run every pending episode. On cancellation the finished ones are written
@@ -462,3 +607,94 @@ class Runner:
 async def run(config: RunConfig, observer: RunObserver | None = None) -> RunOutcome:
     """Prepare and run `config` (library entry point)."""
     return await Runner(prepare_run(config), observer).run()
+
+
+# -- tau eval: one run per user model ------------------------------------------------
+
+
+@dataclass
+class EvalOutcome:
+    config: EvalConfig
+    outcomes: dict[str, RunOutcome]  # per user model
+    report: dict[str, Any]
+    path: Path
+    interrupted: bool = False
+
+
+def prepare_eval(config: EvalConfig, *, resume: bool = False) -> dict[str, RunPlan]:
+    """One validated run plan per user model; `max_concurrency` is shared between them.
+
+    Runs that already have a log are resumed with `resume`, and refused without it.
+    """
+    total = int(config.run.get("max_concurrency") or 1)
+    n = len(config.user_models)
+    plans: dict[str, RunPlan] = {}
+    for i, model in enumerate(config.user_models):
+        share = max(1, total // n + (1 if i < total % n else 0))
+        log = config.folder / f"{config.run_name(model)}.jsonl"
+        if log.exists() and not resume:
+            raise RunConfigError(
+                f"eval {config.name!r} already has results in {config.folder}; "
+                "pass --resume to continue it, or give another name"
+            )
+        existing = str(log) if log.exists() else None
+        plans[model] = prepare_run(config.run_config(model, max_concurrency=share, resume=existing))
+    return plans
+
+
+def eval_report(
+    config: EvalConfig, outcomes: dict[str, RunOutcome], interrupted: bool = False
+) -> dict[str, Any]:
+    """The eval's JSON: settings, the runs' files, and `tau_bench.metrics.eval_metrics`."""
+    groups = {model: outcome.records for model, outcome in outcomes.items()}
+    first = next(iter(outcomes.values()), None)
+    settings = first.plan.config.public_dict() if first else {}
+    for key in ("user_model", "user_model_provider", "run_name", "resume", "log_dir"):
+        settings.pop(key, None)
+    settings["max_concurrency"] = int(config.run.get("max_concurrency") or 1)
+    return {
+        "name": config.name,
+        "created": now_iso(),
+        "interrupted": interrupted,
+        "user_models": list(config.user_models),
+        "num_samples": config.num_samples,
+        "settings": settings,
+        "runs": {
+            model: {
+                "log": str(outcome.plan.log_path),
+                "results": str(outcome.plan.results_path),
+                "summary": str(outcome.plan.summary_path),
+            }
+            for model, outcome in outcomes.items()
+        },
+        **eval_metrics(groups, config.k_values),
+    }
+
+
+async def run_eval(
+    config: EvalConfig,
+    plans: dict[str, RunPlan],
+    observers: Mapping[str, RunObserver] | None = None,
+) -> EvalOutcome:
+    """Run the user models' plans concurrently and write the eval report.
+
+    On cancellation every run writes what finished (as `Runner.run` does), the report
+    is written from it with `interrupted: true`, and the cancellation propagates.
+    """
+    runners = {m: Runner(plan, (observers or {}).get(m)) for m, plan in plans.items()}
+    tasks = [asyncio.ensure_future(r.run()) for r in runners.values()]
+    interrupted = False
+    try:
+        await asyncio.gather(*tasks)
+    except BaseException:
+        interrupted = True
+        for t in tasks:
+            t.cancel()
+        await asyncio.gather(*tasks, return_exceptions=True)
+        raise
+    finally:
+        outcomes = {m: r.outcome for m, r in runners.items() if r.outcome is not None}
+        report = eval_report(config, outcomes, interrupted)
+        if outcomes:
+            write_json_atomic(config.output_path, report)
+    return EvalOutcome(config, outcomes, report, config.output_path, interrupted)

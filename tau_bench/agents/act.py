@@ -24,7 +24,7 @@ from tau_adapters.protocol import (
 )
 from tau_adapters.registry import AgentProvider, SimpleProvider
 from tau_bench.agents import prompts
-from tau_bench.agents.tool_calling import agent_config
+from tau_bench.agents.tool_calling import agent_config, episode_config
 from tau_bench.llm import LLMConfig, complete
 
 _ACTION = re.compile(r"Action\s*:", re.IGNORECASE)
@@ -86,6 +86,7 @@ class ActAgent:
         return prompts.act_system_prompt(session.policy, session.tools)
 
     async def start(self, session: SessionContext) -> None:
+        self.config = episode_config(self.config, session)
         self.messages = [{"role": "system", "content": self.system_prompt(session)}]
         self._step = 0
         self._pending = None

@@ -8,6 +8,7 @@ the protocol asks: the model then sees a conversation in which it never made the
 
 from __future__ import annotations
 
+import dataclasses
 import json
 from collections.abc import Mapping
 from typing import Any
@@ -30,6 +31,15 @@ def agent_config(options: Mapping[str, Any]) -> LLMConfig:
     if opts.get("temperature") is None:
         opts["temperature"] = 0.0
     return LLMConfig.from_options(opts, model_key="model", provider_key="model_provider")
+
+
+def episode_config(config: LLMConfig, session: SessionContext) -> LLMConfig:
+    """`config` with the episode's seed (`session.metadata["seed"]`, set by the runner
+    per (task, trial)) in place of the run seed, so trials are different samples."""
+    seed = session.metadata.get("seed")
+    if seed is None:
+        return config
+    return dataclasses.replace(config, seed=int(seed))
 
 
 def decode_arguments(text: Any) -> Any:
@@ -56,6 +66,7 @@ class ToolCallingAgent:
         return session.policy
 
     async def start(self, session: SessionContext) -> None:
+        self.config = episode_config(self.config, session)
         self.messages = [{"role": "system", "content": self.system_prompt(session)}]
         self.tools = list(session.tools)
         self._open_calls = []

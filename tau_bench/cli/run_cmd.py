@@ -46,7 +46,13 @@ def _flags(
     config: Annotated[
         Path | None, typer.Option("--config", help="YAML file of flag values (CLI overrides it).")
     ] = None,
-    env: Annotated[str, typer.Option("--env", help="Domain: retail or airline.")] = _D.env,
+    env: Annotated[
+        str,
+        typer.Option(
+            "--env",
+            help="Domain: retail or airline; several: retail,airline (ids become retail/N).",
+        ),
+    ] = _D.env,
     agent_strategy: Annotated[
         str,
         typer.Option(
@@ -68,6 +74,9 @@ def _flags(
     temperature: Annotated[
         float, typer.Option("--temperature", help="Agent sampling temperature.")
     ] = _D.temperature,
+    top_p: Annotated[
+        float | None, typer.Option("--top-p", help="Agent nucleus sampling (default: the model's).")
+    ] = None,
     user_strategy: Annotated[
         str,
         typer.Option(
@@ -78,6 +87,13 @@ def _flags(
     user_model: Annotated[
         str, typer.Option("--user-model", help="User simulator model.")
     ] = _D.user_model,
+    user_models: Annotated[
+        str | None,
+        typer.Option(
+            "--user-models",
+            help="m1,m2,...: user models assigned round-robin over samples (overrides --user-model).",
+        ),
+    ] = None,
     user_model_provider: Annotated[
         str | None, typer.Option("--user-model-provider", help="litellm provider of --user-model.")
     ] = None,
@@ -93,6 +109,10 @@ def _flags(
             "--user-temperature", help="User model temperature (default: the simulator's)."
         ),
     ] = None,
+    user_top_p: Annotated[
+        float | None,
+        typer.Option("--user-top-p", help="User model nucleus sampling (default: the model's)."),
+    ] = None,
     user_affirmative: Annotated[
         str | None,
         typer.Option("--user-affirmative", help="What the scripted user answers to questions."),
@@ -107,7 +127,9 @@ def _flags(
     task_ids: Annotated[
         list[str] | None,
         typer.Option(
-            "--task-ids", metavar="<ids>", help="Run only these task ids: --task-ids 1 2 3."
+            "--task-ids",
+            metavar="<ids>",
+            help="Run only these task ids: --task-ids 1 2 3 (retail/3 across domains).",
         ),
     ] = None,
     tasks_file: Annotated[
@@ -137,6 +159,10 @@ def _flags(
         int,
         typer.Option("--max-steps", help="Agent actions (tool calls + messages) per episode."),
     ] = _D.max_steps,
+    max_turns: Annotated[
+        int | None,
+        typer.Option("--max-turns", help="Same as --max-steps (one name per setting)."),
+    ] = None,
     max_tool_calls_per_turn: Annotated[
         int | None,
         typer.Option(
@@ -145,7 +171,11 @@ def _flags(
         ),
     ] = None,
     output_format: Annotated[
-        str, typer.Option("--output-format", help="Results file format: tau-bench.")
+        str,
+        typer.Option(
+            "--output-format",
+            help="tau-bench (always written), or mt-bench (also an MT-bench folder).",
+        ),
     ] = _D.output_format,
     agent_option: Annotated[
         list[str] | None,
@@ -306,19 +336,21 @@ def _given(ctx: typer.Context) -> dict[str, Any]:
     return given
 
 
-def _task_ids(given: dict[str, Any]) -> list[int] | None:
-    from tau_bench.config import RunConfigError
+def _task_ids(given: dict[str, Any]) -> list[int | str] | None:
+    from tau_bench.config import RunConfigError, parse_task_id
 
-    ids: list[int] = []
+    ids: list[int | str] = []
     extra = list(given.get("extra_task_ids") or [])
     if extra and "task_ids" not in given:
         raise RunConfigError(f"unexpected argument {extra[0]!r} (did you mean --task-ids?)")
     for value in [*(given.get("task_ids") or []), *extra]:
         for part in value.replace(",", " ").split():
             try:
-                ids.append(int(part))
+                ids.append(parse_task_id(part))
             except ValueError:
-                raise RunConfigError(f"--task-ids expects integers, got {part!r}") from None
+                raise RunConfigError(
+                    f"--task-ids expects integers (or DOMAIN/ID), got {part!r}"
+                ) from None
     return ids if ids or "task_ids" in given else None
 
 
@@ -438,6 +470,8 @@ def _execute(cfg: RunConfig) -> None:
         raise SystemExit(130) from None
     Console().print(render_summary(outcome.summary))
     summary = outcome.summary
+    if "mt_bench_error" in summary.get("files", {}):
+        _note(f"warning: the mt-bench export failed: {summary['files']['mt_bench_error']}")
     if summary["errors"]:
         _note(
             f"{summary['errors']} episode(s) failed with errors (not scored); "
@@ -545,6 +579,17 @@ def render_summary(summary: dict[str, Any]) -> Any:
     table.add_row("average reward", _fmt(summary["avg_reward"], ".4f"))
     for k, v in summary["pass_hat_k"].items():
         table.add_row(f"pass^{k}", _fmt(v, ".4f"))
+    for title, key in (("user", "by_user_model"), ("domain", "by_domain")):
+        groups = summary.get(key) or {}
+        if len(groups) < 2:
+            continue
+        for name, group in groups.items():
+            table.add_row(
+                f"{title} {name}",
+                f"reward {_fmt(group['avg_reward'], '.4f')}, "
+                f"pass^1 {_fmt(group['pass_hat_k'].get('1'), '.4f')} "
+                f"({group['scored']} scored)",
+            )
     cost = summary["cost"]
     table.add_row("cost agent / user", f"${cost['agent']:.4f} / ${cost['user']:.4f}")
     tokens = summary["tokens"]
@@ -566,6 +611,8 @@ def render_summary(summary: dict[str, Any]) -> Any:
     files = summary.get("files", {})
     if files:
         table.add_row("results", files.get("results", ""))
+    if files.get("mt_bench"):
+        table.add_row("mt-bench", files["mt_bench"])
     return table
 
 

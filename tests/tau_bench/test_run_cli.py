@@ -152,6 +152,43 @@ def test_defaults_are_the_originals(parse):
     assert (cfg.log_dir, cfg.seed, cfg.max_steps, cfg.end_index) == ("results", 10, 30, -1)
 
 
+def test_rotation_domains_sampling_and_max_turns_flags(parse):
+    cfg, result = parse(
+        "--user-models",
+        "openai/gpt-4o,anthropic/claude-x",
+        "--env",
+        "retail,airline",
+        "--task-ids",
+        "retail/3",
+        "12",
+        "--max-turns",
+        "9",
+        "--top-p",
+        "0.9",
+        "--user_top_p",
+        "0.8",
+    )
+    assert result.exit_code == 0, result.output
+    assert cfg is not None
+    assert cfg.user_models == ["openai/gpt-4o", "anthropic/claude-x"]
+    assert cfg.user_model == "openai/gpt-4o"  # the first, for file names
+    assert cfg.user_options(model="anthropic/claude-x")["provider"] == "anthropic"
+    assert cfg.envs == ["retail", "airline"] and cfg.task_ids == ["retail/3", 12]
+    assert (cfg.max_steps, cfg.top_p, cfg.user_top_p) == (9, 0.9, 0.8)
+
+
+def test_yaml_user_models_and_max_turns_layer_over_a_resumed_max_steps(parse, tmp_path):
+    path = tmp_path / "run.yaml"
+    path.write_text("user-models: [a/x, b/y]\nmax-turns: 11\nenv: [airline, retail]\n")
+    cfg, result = parse("--config", str(path))
+    assert result.exit_code == 0, result.output
+    assert cfg is not None
+    assert cfg.user_models == ["a/x", "b/y"] and cfg.max_steps == 11
+    assert cfg.env == "airline,retail"
+    cfg, result = parse("--config", str(path), "--max-steps", "5")
+    assert cfg is not None and cfg.max_steps == 5  # the command line wins over the file
+
+
 def test_yaml_config_and_cli_override(parse, tmp_path):
     path = tmp_path / "run.yaml"
     path.write_text(
@@ -184,7 +221,9 @@ def test_yaml_config_and_cli_override(parse, tmp_path):
         (["--agent-option", "novalue"], "--agent-option expects KEY=VALUE"),
         (["--provider-limit", "openai=lots"], "must be an integer"),
         (["7"], "unexpected argument '7'"),
-        (["--output-format", "mt-bench"], "not implemented yet"),
+        (["--output-format", "xml"], "unknown output format 'xml' (available: tau-bench, mt-bench)"),
+        (["--max-turns", "5", "--max-steps", "6"], "same setting"),
+        (["--task-ids", "retail-3"], "expects integers (or DOMAIN/ID)"),
         (["--num-trials", "0"], "num_trials"),
     ],
 )
@@ -326,3 +365,27 @@ def test_exit_1_when_nothing_could_be_scored(tmp_path):
     assert result.exit_code == 1, result.output
     assert "1 episode(s) failed with errors" in result.output
     assert f"tau run --resume {tmp_path / 'down.jsonl'}" in result.output
+
+
+def test_output_format_mt_bench_writes_both(tmp_path):
+    result = invoke(
+        "--env",
+        "airline",
+        "--agent-strategy",
+        "oracle",
+        "--user-strategy",
+        "scripted",
+        "--task-ids",
+        "13",
+        "--log-dir",
+        str(tmp_path),
+        "--run-name",
+        "mt",
+        "--output-format",
+        "mt-bench",
+    )
+    assert result.exit_code == 0, result.output
+    summary = json.loads((tmp_path / "mt.summary.json").read_text())
+    folder = Path(summary["files"]["mt_bench"])
+    assert folder.is_dir() and (folder / "oracle_scores.jsonl").exists()
+    assert json.loads((tmp_path / "mt.json").read_text())[0]["task_id"] == 13

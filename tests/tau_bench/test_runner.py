@@ -462,3 +462,164 @@ async def test_shuffle_changes_execution_not_the_results_order(tmp_path):
     executed = [json.loads(line)["task_id"] for line in lines]
     assert sorted(executed) == ids and executed != ids
     assert [r.task_id for r in outcome.records] == ids
+
+
+# -- per-episode seeds, user-model rotation, several domains, mt-bench --------------------
+
+from tau_bench.config import episode_seed  # noqa: E402
+from tau_bench.users.prompts import GREETING  # noqa: E402
+from tests.tau_bench.agents.fake_llm import (  # noqa: E402
+    FakeLLM,
+    Reply,
+    Request,
+    fake_llm,  # noqa: F401
+    llm_env,  # noqa: F401
+)
+
+
+def test_episode_seed_is_stable_and_differs_per_trial():
+    # Pinned: sha256-based, so it must not change between processes or versions.
+    assert episode_seed(10, 13, 0) == 1644861110
+    assert episode_seed(10, 13, 1) == 108944844
+    assert episode_seed(10, "retail/5", 0) == 1055158961
+    seeds = {episode_seed(10, t, k) for t in range(20) for k in range(5)}
+    assert len(seeds) == 100 and all(0 <= s < 2**31 for s in seeds)
+
+
+def quick_customer(request: Request) -> Reply:
+    """Greets (naming the model it runs on), then stops at the agent's first answer."""
+    if request.last_text == GREETING:
+        return Reply(text=f"Hi, this is {request.model}.")
+    return Reply(text="###STOP###")
+
+
+async def test_seeds_and_sampling_reach_the_agent_and_the_user_per_episode(
+    tmp_path, fake_llm: FakeLLM
+):
+    def brain(request: Request) -> Reply:
+        if request.tools:  # the tool-calling agent
+            return Reply(text="All done.")
+        return quick_customer(request)
+
+    fake_llm.brain = brain
+    outcome = await run_config(
+        make_config(
+            tmp_path,
+            agent_strategy="tool-calling",
+            model="openai/agent-m",
+            top_p=0.5,
+            user_strategy="llm",
+            user_model="openai/user-m",
+            user_top_p=0.25,
+            task_ids=[13, 0],
+            num_trials=2,
+            seed=10,
+        )
+    )
+    assert outcome.summary["errors"] == 0
+    # One episode at a time: user greeting, agent answer, user stop.
+    requests = fake_llm.requests
+    assert len(requests) == 3 * 4
+    for i, (task_id, trial) in enumerate(outcome.plan.order):
+        user_start, agent, user_stop = requests[3 * i : 3 * i + 3]
+        expected = episode_seed(10, task_id, trial)
+        assert [r.body["seed"] for r in (user_start, agent, user_stop)] == [expected] * 3
+        assert agent.model == "agent-m" and agent.body["top_p"] == 0.5
+        assert user_start.model == "user-m" and user_start.body["top_p"] == 0.25
+    records = {r.key: r for r in outcome.records}
+    assert records[(13, 0)].seed == episode_seed(10, 13, 0) != records[(13, 1)].seed
+
+
+async def test_user_models_rotate_round_robin_over_the_sample_index(tmp_path, fake_llm: FakeLLM):
+    fake_llm.brain = quick_customer
+    models = ["openai/u0", "openai/u1"]
+    config = make_config(tmp_path, user_strategy="llm", user_models=models, num_trials=2)
+    plan = prepare_run(config)
+    # sample index = trial * number of tasks + position of the task in the selection
+    assert [plan.sample_index(k) for k in plan.order] == [0, 1, 2, 3, 4, 5]
+    outcome = await Runner(plan).run()
+    got = {r.key: r.user_model for r in outcome.records}
+    assert got == {
+        (13, 0): "openai/u0",
+        (0, 0): "openai/u1",
+        (1, 0): "openai/u0",
+        (13, 1): "openai/u1",
+        (0, 1): "openai/u0",
+        (1, 1): "openai/u1",
+    }
+    # ... and each episode's user really ran on its model
+    for record in outcome.records:
+        assert record.messages[1]["content"] == f"Hi, this is {record.user_model.split('/')[1]}."
+    by_model = outcome.summary["by_user_model"]
+    assert set(by_model) == set(models)
+    assert by_model["openai/u0"]["episodes"] == 3 and by_model["openai/u0"]["avg_reward"] == 1.0
+    assert outcome.plan.run_name == "t"
+    header = read_log(tmp_path / "t.jsonl").header
+    assert header["config"]["user_models"] == models and header["config"]["user_model"] == "openai/u0"
+
+
+def test_the_sample_index_ignores_shuffle_and_survives_more_trials(tmp_path):
+    a = prepare_run(make_config(tmp_path, num_trials=2, shuffle=1, task_ids=list(range(8))))
+    b = prepare_run(make_config(tmp_path, num_trials=3, task_ids=list(range(8))))
+    assert a.order != b.order[: len(a.order)]
+    assert all(a.sample_index(k) == b.sample_index(k) for k in a.order)
+    assert sorted(a.sample_index(k) for k in a.order) == list(range(16))
+
+
+async def test_several_domains_namespace_task_ids_and_use_their_own_env(tmp_path, register):
+    sessions: list[tuple[str, Any]] = []
+
+    class DomainOracle(OracleAgent):
+        async def start(self, session: SessionContext) -> None:
+            sessions.append((session.domain, session.task_id))
+            await super().start(session)
+
+    register("domain-oracle", lambda options: SimpleProvider(DomainOracle))
+    config = make_config(
+        tmp_path, env="airline,retail", agent_strategy="domain-oracle", task_ids=[13, "retail/5"]
+    )
+    assert config.envs == ["airline", "retail"]
+    outcome = await run_config(config)
+    assert list(outcome.plan.tasks) == ["airline/13", "retail/13", "retail/5"]
+    assert outcome.summary["avg_reward"] == 1.0 and outcome.summary["errors"] == 0
+    assert sorted(sessions) == [("airline", 13), ("retail", 5), ("retail", 13)]
+    results = results_json(tmp_path / "t.json")
+    assert [e["task_id"] for e in results] == ["airline/13", "retail/13", "retail/5"]
+    retail = json.loads((DATA_DIR / "retail" / "tasks" / "test.json").read_text())
+    assert results[2]["info"]["task"] == retail[5]
+    assert {r.domain for r in outcome.records} == {"airline", "retail"}
+    assert set(outcome.summary["by_domain"]) == {"airline", "retail"}
+    # single-domain runs keep integer ids (and no by_domain)
+    single = await run_config(make_config(tmp_path, run_name="s", task_ids=[13]))
+    assert results_json(tmp_path / "s.json")[0]["task_id"] == 13
+    assert "by_domain" not in single.summary
+
+
+def test_several_domains_selection_errors(tmp_path):
+    with pytest.raises(RunConfigError, match="'hotel/3' is not in this run's env"):
+        prepare_run(make_config(tmp_path, env="airline,retail", task_ids=["hotel/3"]))
+    with pytest.raises(RunConfigError, match="task id 60 out of range for airline test"):
+        prepare_run(make_config(tmp_path, env="airline,retail", task_ids=[60]))
+    with pytest.raises(RunConfigError, match="--tasks-file takes a single --env"):
+        prepare_run(make_config(tmp_path, env="airline,retail", tasks_file="x.json"))
+    # a namespaced id of the one domain of a single-domain run is its plain id
+    plan = prepare_run(make_config(tmp_path, task_ids=["airline/13"]))
+    assert list(plan.tasks) == [13]
+
+
+async def test_mt_bench_output_is_written_next_to_the_tau_bench_json(tmp_path):
+    outcome = await run_config(
+        make_config(tmp_path, output_format="mt-bench", task_ids=[13], num_trials=2)
+    )
+    folder = Path(outcome.summary["files"]["mt_bench"])
+    assert folder.parent == tmp_path and folder.name.startswith("airline_")
+    scores = [json.loads(line) for line in (folder / "oracle_scores.jsonl").read_text().splitlines()]
+    assert [(s["task-id"], s["trial"], s["score"]) for s in scores] == [(13, 0, 1.0), (13, 1, 1.0)]
+    assert (folder / "oracle_task13_trajectory.jsonl").exists()
+    assert (tmp_path / "t.json").exists()  # the τ-bench file is always written
+
+
+def test_max_turns_is_max_steps(tmp_path):
+    assert make_config(tmp_path, max_turns=7).max_steps == 7
+    with pytest.raises(ValueError, match="same setting"):
+        make_config(tmp_path, max_turns=7, max_steps=8)

@@ -1,0 +1,189 @@
+"""`tau serve`: the evaluation HTTP API (FastAPI on uvicorn); see docs/service.md.
+
+Thin: check the flags (a token is required unless `--no-auth` on a loopback address),
+settle the `GET /scores` defaults, take the state directory's lock, and hand the app to
+uvicorn. FastAPI and uvicorn are imported only when the server really starts.
+"""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+from typing import Annotated, Any, NoReturn
+
+import typer
+
+from tau_bench.service.settings import (
+    DEFAULT_SCORES_SETTINGS,
+    LOOPBACK_HOSTS,
+    STATE_DIR_ENV,
+    TOKEN_ENV,
+)
+
+SCORES_PANEL = "GET /scores defaults (MT-bench compatibility)"
+GRACEFUL_SHUTDOWN = 5  # seconds open requests (long polls) get before runs are stopped
+MIN_TOKEN_LENGTH = 16
+
+
+def fail(message: str, code: int = 2) -> NoReturn:
+    """One line on stderr and exit `code` (SystemExit keeps the code without standalone mode)."""
+    print(f"error: {message}", file=sys.stderr)
+    raise SystemExit(code)
+
+
+def _note(message: str) -> None:
+    print(f"tau serve: {message}", file=sys.stderr, flush=True)
+
+
+def scores_settings(
+    config_file: Path | None,
+    agent_strategy: str | None,
+    user_strategy: str | None,
+    user_model: str | None,
+) -> dict[str, Any]:
+    """The run settings `GET /scores` uses: defaults < YAML file < flags, validated."""
+    from tau_bench.config import RunConfigError, load_yaml
+    from tau_bench.service.submission import SubmissionError, config_from_request
+
+    settings: dict[str, Any] = dict(DEFAULT_SCORES_SETTINGS)
+    if config_file is not None:
+        try:
+            settings.update(load_yaml(config_file))
+        except RunConfigError as exc:
+            fail(f"--scores-config: {exc}")
+    flags = {
+        "agent_strategy": agent_strategy,
+        "user_strategy": user_strategy,
+        "user_model": user_model,
+    }
+    settings.update({k: v for k, v in flags.items() if v is not None})
+    for per_request in ("model", "env", "task_ids"):
+        settings.pop(per_request, None)  # the request decides these
+    try:
+        config_from_request({**settings, "model": "model-of-the-request"})
+    except SubmissionError as exc:
+        fail(f"GET /scores settings: {exc.field}: {exc.message}")
+    return settings
+
+
+def serve(
+    host: Annotated[str, typer.Option("--host", help="Address to listen on.")] = "127.0.0.1",
+    port: Annotated[int, typer.Option("--port", min=0, max=65535, help="Port.")] = 8000,
+    state_dir: Annotated[
+        Path | None,
+        typer.Option(
+            "--state-dir",
+            envvar=STATE_DIR_ENV,
+            help="Runs database and results files (default: <per-user data dir>/serve).",
+        ),
+    ] = None,
+    token: Annotated[
+        str | None,
+        typer.Option(
+            "--token",
+            envvar=TOKEN_ENV,
+            show_envvar=True,
+            show_default=False,
+            help="Bearer token clients must send (prefer the environment variable).",
+        ),
+    ] = None,
+    no_auth: Annotated[
+        bool,
+        typer.Option("--no-auth", help="No authentication (local development; loopback only)."),
+    ] = False,
+    max_runs: Annotated[
+        int, typer.Option("--max-runs", min=1, help="Runs executing at once; others queue.")
+    ] = 2,
+    data_dir: Annotated[
+        Path | None,
+        typer.Option("--data-dir", help="τ-bench data directory (default: $TAU_BENCH_DATA)."),
+    ] = None,
+    scores_config: Annotated[
+        Path | None,
+        typer.Option(
+            "--scores-config",
+            help="YAML of run settings for GET /scores (same keys as tau run --config).",
+            rich_help_panel=SCORES_PANEL,
+        ),
+    ] = None,
+    scores_agent_strategy: Annotated[
+        str | None,
+        typer.Option(
+            "--scores-agent-strategy",
+            help="Agent strategy of GET /scores runs (default: tool-calling).",
+            rich_help_panel=SCORES_PANEL,
+        ),
+    ] = None,
+    scores_user_strategy: Annotated[
+        str | None,
+        typer.Option(
+            "--scores-user-strategy",
+            help="User simulator of GET /scores runs (default: llm).",
+            rich_help_panel=SCORES_PANEL,
+        ),
+    ] = None,
+    scores_user_model: Annotated[
+        str | None,
+        typer.Option(
+            "--scores-user-model",
+            help="User model of GET /scores runs (default: gpt-4o).",
+            rich_help_panel=SCORES_PANEL,
+        ),
+    ] = None,
+    log_level: Annotated[
+        str, typer.Option("--log-level", help="uvicorn log level (info, warning, debug...).")
+    ] = "info",
+) -> None:
+    """Serve the evaluation HTTP API: submit runs, follow them, fetch scores and reports."""
+    from tau_bench.service.settings import ServiceSettings, default_state_dir
+    from tau_bench.service.store import StoreError, lock_state_dir
+
+    if no_auth:
+        if host not in LOOPBACK_HOSTS:
+            fail(
+                f"--no-auth is for local development: listen on 127.0.0.1, not {host!r} "
+                f"(or set {TOKEN_ENV})"
+            )
+        token = None
+    else:
+        token = (token or "").strip() or None
+        if token is None:
+            fail(f"no API token: set {TOKEN_ENV} (or --token), or use --no-auth on localhost")
+        if len(token) < MIN_TOKEN_LENGTH:
+            _note(f"warning: the API token is short (under {MIN_TOKEN_LENGTH} characters)")
+    settings = ServiceSettings(
+        state_dir=(state_dir or default_state_dir()).expanduser(),
+        token=token,
+        max_runs=max_runs,
+        data_dir=str(data_dir) if data_dir else None,
+        scores_settings=scores_settings(
+            scores_config, scores_agent_strategy, scores_user_strategy, scores_user_model
+        ),
+    )
+    try:
+        settings.prepare()
+        lock_state_dir(settings.state_dir)
+    except OSError as exc:
+        fail(f"cannot use the state directory {settings.state_dir}: {exc.strerror or exc}")
+    except StoreError as exc:
+        fail(str(exc))
+
+    import uvicorn
+
+    from tau_bench.service.api import create_app
+
+    try:
+        app = create_app(settings)
+    except StoreError as exc:
+        fail(str(exc))
+    _note(
+        f"state in {settings.state_dir}; at most {max_runs} run(s) at once; "
+        f"auth {'bearer token' if token else 'DISABLED'}"
+    )
+    uvicorn.run(
+        app,
+        host=host,
+        port=port,
+        log_level=log_level,
+        timeout_graceful_shutdown=GRACEFUL_SHUTDOWN,
+    )

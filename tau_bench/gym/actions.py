@@ -1,0 +1,109 @@
+"""Decoding a gym action: a text reply to the user, or one tool call.
+
+Accepted tool-call shapes (as objects or as their JSON text):
+
+* an OpenAI tool call: `{"id": "call_1", "type": "function",
+  "function": {"name": "get_user_details", "arguments": "{\"user_id\": \"...\"}"}}`
+  (`arguments` may also be an object);
+* an assistant message with exactly one of those in `tool_calls` (and no text, or
+  text that is then dropped: one action is one tool call *or* one message);
+* a flat `{"name": ..., "arguments": {...}}` (`kwargs` is accepted for `arguments`);
+* a `tau_adapters.protocol.ToolCall`.
+
+Any other string is a message to the user, JSON or not, so an agent that quotes JSON to
+a customer is not mistaken for a tool call unless the JSON has one of the shapes above.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from tau_adapters.protocol import ToolCall
+
+_FLAT_KEYS = frozenset({"id", "type", "name", "arguments", "kwargs"})
+
+
+class InvalidActionError(ValueError):
+    """An action that is neither a text reply nor a single well-formed tool call."""
+
+
+def _arguments(value: Any) -> Any:
+    """JSON-text arguments decoded; undecodable text is passed on (the domain answers
+    with an error observation, as it would to a model that sent it)."""
+    if isinstance(value, str):
+        try:
+            return json.loads(value) if value.strip() else {}
+        except json.JSONDecodeError:
+            return value
+    return {} if value is None else value
+
+
+def _from_dict(data: dict[str, Any], call_id: str) -> ToolCall | str:
+    if "tool_calls" in data:
+        calls = data.get("tool_calls") or []
+        if not calls:
+            return str(data.get("content") or "")
+        if len(calls) != 1:
+            raise InvalidActionError(
+                f"one action is one tool call; this message has {len(calls)} "
+                "(send them in consecutive steps)"
+            )
+        call = calls[0]
+        if not isinstance(call, dict):
+            raise InvalidActionError("tool_calls[0] is not an object")
+        return _from_dict(call, call_id)
+    if "function" in data:
+        function = data["function"]
+        if not isinstance(function, dict) or not isinstance(function.get("name"), str):
+            raise InvalidActionError("a tool call's 'function' needs a string 'name'")
+        return ToolCall(
+            id=str(data.get("id") or call_id),
+            name=function["name"],
+            arguments=_arguments(function.get("arguments")),
+            raw=data,
+        )
+    if isinstance(data.get("name"), str) and set(data) <= _FLAT_KEYS:
+        args = data["arguments"] if "arguments" in data else data.get("kwargs")
+        return ToolCall(
+            id=str(data.get("id") or call_id),
+            name=data["name"],
+            arguments=_arguments(args),
+            raw=data,
+        )
+    if data.get("role") == "assistant" and isinstance(data.get("content"), str):
+        return data["content"]
+    raise InvalidActionError(
+        "an object action must be a tool call ({'function': {...}} or {'name', 'arguments'}) "
+        "or an assistant message"
+    )
+
+
+def _looks_like_call(data: Any) -> bool:
+    if not isinstance(data, dict):
+        return False
+    if "function" in data or "tool_calls" in data:
+        return True
+    return isinstance(data.get("name"), str) and "arguments" in data and set(data) <= _FLAT_KEYS
+
+
+def parse_action(action: Any, call_id: str) -> ToolCall | str:
+    """The tool call or the text reply `action` stands for; `call_id` names a call that
+    carries no id of its own."""
+    if isinstance(action, ToolCall):
+        return action
+    if isinstance(action, dict):
+        return _from_dict(action, call_id)
+    if isinstance(action, str):
+        text = action.strip()
+        if text.startswith("{") and text.endswith("}"):
+            try:
+                data = json.loads(text)
+            except json.JSONDecodeError:
+                return action
+            if _looks_like_call(data):
+                return _from_dict(data, call_id)
+        return action
+    raise InvalidActionError(
+        f"an action is a string or a tool-call object, not {type(action).__name__}"
+    )

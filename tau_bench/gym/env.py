@@ -1,0 +1,387 @@
+"""`TauBenchEnv`: one τ-bench task as a multi-turn gymnasium episode.
+
+The policy being trained is the *agent*. `reset` picks a task, builds a fresh user
+simulator for it (`tau_bench.users.build_user`, lazily, one per episode) and returns
+the user's first message; `step(action)` takes one agent action - a message to the user
+or one tool call - and returns what the agent sees next: the tool's result, or the
+user's reply. The episode ends as a benchmark episode does (the user stops, a terminate
+tool runs), with the benchmark's reward; it is truncated after `max_turns` agent
+actions with reward 0, as `tau run` scores an episode cut off by `--max-steps`.
+
+`max_turns` counts agent actions exactly as the episode loop counts steps: every tool
+call and every message to the user is one. The reward is 0 on every step but the last.
+
+The simulators and the domain tools are async-first; `reset`/`step` run them on a
+private event loop, and `async_reset`/`async_step` run them on the caller's, for rollout
+workers that drive many environments at once (one env per concurrent episode).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import copy
+import json
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
+from typing import Any, SupportsFloat
+
+import gymnasium
+from gymnasium.error import ResetNeeded
+
+from tau_adapters.loop import DEFAULT_MAX_STEPS
+from tau_adapters.protocol import STOP_TOKEN, ToolCall, UserSimulator
+from tau_bench.domains import Domain, load_domain
+from tau_bench.env import Env
+from tau_bench.gym.actions import parse_action
+from tau_bench.gym.spaces import MAX_TEXT_LENGTH, ConversationText
+from tau_bench.tasks import Task
+from tau_bench.users import USER_STRATEGIES, UnknownUserStrategyError, build_user
+
+RESET_OPTIONS = frozenset({"task_id", "split", "domain", "user_model"})
+NO_MODEL_USERS = frozenset({"scripted", "human"})
+
+
+@dataclass
+class _Episode:
+    domain: Domain
+    split: str
+    task_id: int
+    task: Task
+    env: Env
+    user: UserSimulator
+    user_model: str | None
+    messages: list[dict[str, Any]] = field(default_factory=list)
+    steps: int = 0
+    done: bool = False
+    calls: int = 0
+
+
+class TauBenchEnv(gymnasium.Env[str, Any]):
+    """See the module docstring; `docs/training.md` has a rollout loop.
+
+    Arguments: `domain` (retail, airline), `split` (test; retail also train, dev),
+    `user_strategy` (llm, react, verify, reflection, scripted...), `user_model` or a
+    rotation `user_models=[...]` (reset number n uses `user_models[n % len]`),
+    `user_provider`, `user_api_base`, `user_temperature`, `user_top_p`, `user_options`
+    (more `build_user` options), `max_turns` (agent actions per episode), `task_ids`
+    (the tasks a reset without `task_id` draws from; default all of the split),
+    `data_dir` (default `$TAU_BENCH_DATA`), `render_mode` ("ansi" or None).
+    """
+
+    metadata: dict[str, Any] = {"render_modes": ["ansi"], "render_fps": 4}  # noqa: RUF012
+
+    def __init__(
+        self,
+        domain: str = "retail",
+        split: str = "test",
+        user_strategy: str = "llm",
+        user_model: str = "gpt-4o",
+        user_models: list[str] | None = None,
+        user_provider: str | None = None,
+        user_api_base: str | None = None,
+        user_temperature: float | None = None,
+        user_top_p: float | None = None,
+        user_options: dict[str, Any] | None = None,
+        max_turns: int = DEFAULT_MAX_STEPS,
+        task_ids: list[int] | None = None,
+        data_dir: str | None = None,
+        render_mode: str | None = None,
+    ) -> None:
+        if user_strategy not in USER_STRATEGIES:
+            raise UnknownUserStrategyError(
+                f"unknown user strategy {user_strategy!r} (available: {', '.join(USER_STRATEGIES)})"
+            )
+        if max_turns < 1:
+            raise ValueError("max_turns must be at least 1")
+        if render_mode is not None and render_mode not in self.metadata["render_modes"]:
+            raise ValueError(f"unknown render mode {render_mode!r} (available: ansi)")
+        self.data_dir = data_dir
+        self.domain_name = domain
+        self.split = split
+        load_domain(domain, data_dir).tasks(split)  # fail fast on a bad domain or split
+        self.user_strategy = user_strategy
+        self.user_models = list(user_models) if user_models else [user_model]
+        self.user_provider = user_provider
+        self.user_api_base = user_api_base
+        self.user_temperature = user_temperature
+        self.user_top_p = user_top_p
+        self.user_options = dict(user_options or {})
+        self.max_turns = max_turns
+        self.task_ids = list(task_ids) if task_ids else None
+        self.render_mode = render_mode
+        self.observation_space = ConversationText()
+        self.action_space = ConversationText()
+        self.resets = 0
+        self._episode: _Episode | None = None
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._worker: ThreadPoolExecutor | None = None
+        self._worker_loop: asyncio.AbstractEventLoop | None = None
+
+    # -- the gymnasium API -----------------------------------------------------------
+
+    def reset(
+        self, *, seed: int | None = None, options: dict[str, Any] | None = None
+    ) -> tuple[str, dict[str, Any]]:
+        """Start an episode. `options`: task_id (an index into the split, or
+        "domain/N"), split, domain, user_model (overrides the rotation)."""
+        return self._run(self.async_reset(seed=seed, options=options))
+
+    def step(self, action: Any) -> tuple[str, SupportsFloat, bool, bool, dict[str, Any]]:
+        """One agent action: a message (str) or one tool call (object or JSON text)."""
+        return self._run(self.async_step(action))
+
+    def render(self) -> str | None:  # type: ignore[override]
+        """The conversation so far as text ("ansi"), the policy left out."""
+        if self.render_mode != "ansi":
+            return None
+        if self._episode is None:
+            return ""
+        lines = []
+        for message in self._episode.messages:
+            role = message["role"]
+            if role == "system":
+                continue
+            if message.get("tool_calls"):
+                for call in message["tool_calls"]:
+                    fn = call["function"]
+                    lines.append(f"assistant -> {fn['name']}({fn['arguments']})")
+            elif role == "tool":
+                lines.append(f"tool {message['name']}: {message['content']}")
+            else:
+                lines.append(f"{role}: {message['content']}")
+        return "\n".join(lines) + ("\n" if lines else "")
+
+    def close(self) -> None:
+        """Release the private event loops (idempotent)."""
+        self._episode = None
+        if self._worker is not None:
+            if self._worker_loop is not None:
+                self._worker.submit(_close_loop, self._worker_loop).result()
+            self._worker.shutdown(wait=True)
+            self._worker = None
+            self._worker_loop = None
+        if self._loop is not None:
+            _close_loop(self._loop)
+        self._loop = None
+
+    # -- the asyncio API ---------------------------------------------------------------
+
+    async def async_reset(
+        self, *, seed: int | None = None, options: dict[str, Any] | None = None
+    ) -> tuple[str, dict[str, Any]]:
+        """`reset` on the caller's event loop."""
+        super().reset(seed=seed)
+        opts = dict(options or {})
+        unknown = sorted(set(opts) - RESET_OPTIONS)
+        if unknown:
+            raise ValueError(
+                f"unknown reset option(s) {', '.join(unknown)} "
+                f"(available: {', '.join(sorted(RESET_OPTIONS))})"
+            )
+        domain_name = str(opts.get("domain") or self.domain_name)
+        task_id = opts.get("task_id")
+        if isinstance(task_id, str) and "/" in task_id:
+            domain_name, _, index = task_id.partition("/")
+            task_id = int(index)
+        split = str(opts.get("split") or self.split)
+        domain = load_domain(domain_name, self.data_dir)
+        tasks = domain.tasks(split)
+        if task_id is None:
+            same = domain_name == self.domain_name and split == self.split
+            pool = self.task_ids if self.task_ids and same else range(len(tasks))
+            task_id = list(pool)[int(self.np_random.integers(len(pool)))]
+        task_id = int(task_id)
+        if not 0 <= task_id < len(tasks):
+            raise ValueError(
+                f"task id {task_id} out of range for {domain_name} {split} (valid: 0-{len(tasks) - 1})"
+            )
+        rotation = self.user_models[self.resets % len(self.user_models)]
+        self.resets += 1
+        user_model = str(opts.get("user_model") or rotation)
+        user_seed = int(self.np_random.integers(2**31))
+        user = self._build_user(user_model, user_seed)
+        task = tasks[task_id]
+        episode = _Episode(
+            domain=domain,
+            split=split,
+            task_id=task_id,
+            task=task,
+            env=Env(domain, task),
+            user=user,
+            user_model=None if self.user_strategy in NO_MODEL_USERS else user_model,
+        )
+        self._episode = episode
+        first = await user.start(task.instruction)
+        episode.messages = [
+            {"role": "system", "content": domain.policy},
+            {"role": "user", "content": first},
+        ]
+        info = {
+            "task_id": task_id,
+            "domain": domain.name,
+            "split": split,
+            "tools": copy.deepcopy(domain.tool_schemas),
+            "policy": domain.policy,
+            "user_model": episode.user_model,
+            "user_strategy": self.user_strategy,
+            "max_turns": self.max_turns,
+            **self._observation_info("user"),
+        }
+        return self._observation(first, info), info
+
+    async def async_step(self, action: Any) -> tuple[str, float, bool, bool, dict[str, Any]]:
+        """`step` on the caller's event loop."""
+        episode = self._episode
+        if episode is None or episode.done:
+            raise ResetNeeded("call reset() before step() (the episode is over)")
+        parsed = parse_action(action, f"call_{episode.calls + 1}")
+        if isinstance(parsed, ToolCall):
+            return self._tool_step(episode, parsed)
+        return await self._message_step(episode, parsed)
+
+    # -- steps ----------------------------------------------------------------------------
+
+    def _tool_step(
+        self, episode: _Episode, call: ToolCall
+    ) -> tuple[str, float, bool, bool, dict[str, Any]]:
+        episode.calls += 1
+        episode.messages.append(
+            {
+                "role": "assistant",
+                "content": None,
+                "tool_calls": [
+                    {
+                        "id": call.id,
+                        "type": "function",
+                        "function": {"name": call.name, "arguments": _json(call.arguments)},
+                    }
+                ],
+            }
+        )
+        observation = episode.env.execute(call.name, call.arguments)
+        episode.steps += 1
+        episode.messages.append(
+            {"role": "tool", "tool_call_id": call.id, "name": call.name, "content": observation}
+        )
+        info = self._observation_info("tool", tool_call_id=call.id, tool_name=call.name)
+        if episode.env.is_terminate(call.name):
+            return self._end(episode, observation, info, "terminate_tool")
+        if episode.steps >= self.max_turns:
+            return self._end(episode, observation, info, "max_steps")
+        return self._observation(observation, info), 0.0, False, False, info
+
+    async def _message_step(
+        self, episode: _Episode, text: str
+    ) -> tuple[str, float, bool, bool, dict[str, Any]]:
+        episode.messages.append({"role": "assistant", "content": text})
+        episode.env.respond(text)
+        episode.steps += 1
+        if episode.steps >= self.max_turns:
+            return self._end(episode, "", self._observation_info("none"), "max_steps")
+        reply = await episode.user.reply(text)
+        episode.messages.append({"role": "user", "content": reply})
+        info = self._observation_info("user")
+        if STOP_TOKEN in reply:
+            return self._end(episode, reply, info, "user_stop")
+        return self._observation(reply, info), 0.0, False, False, info
+
+    def _end(
+        self, episode: _Episode, observation: str, info: dict[str, Any], stop_reason: str
+    ) -> tuple[str, float, bool, bool, dict[str, Any]]:
+        """Score the episode as `tau run` does (cut off by max turns: reward 0)."""
+        episode.done = True
+        reward = episode.env.reward()
+        truncated = stop_reason == "max_steps"
+        if truncated:
+            reward.reward = 0.0
+            reward.unfinished = True
+        info["stop_reason"] = stop_reason
+        info["reward_info"] = reward.to_dict()
+        info["user_usage"] = episode.user.usage.to_dict()
+        return (
+            self._observation(observation, info),
+            float(reward.reward),
+            not truncated,
+            truncated,
+            info,
+        )
+
+    def _observation_info(self, role: str, **extra: Any) -> dict[str, Any]:
+        episode = self._episode
+        return {"observation_role": role, "turn": episode.steps if episode else 0, **extra}
+
+    @staticmethod
+    def _observation(text: str, info: dict[str, Any]) -> str:
+        if len(text) <= MAX_TEXT_LENGTH:
+            return text
+        info["observation_cut"] = len(text)
+        return text[:MAX_TEXT_LENGTH]
+
+    # -- helpers --------------------------------------------------------------------------
+
+    @property
+    def messages(self) -> list[dict[str, Any]]:
+        """The episode's conversation in OpenAI format (policy as the system message)."""
+        return copy.deepcopy(self._episode.messages) if self._episode else []
+
+    @property
+    def task(self) -> Task | None:
+        """The current task (the user's hidden instruction and the ground truth)."""
+        return self._episode.task if self._episode else None
+
+    def _build_user(self, model: str, seed: int) -> UserSimulator:
+        provider = model.split("/", 1)[0] if "/" in model else self.user_provider
+        options: dict[str, Any] = {
+            "model": model,
+            "provider": provider,
+            "api_base": self.user_api_base,
+            "temperature": self.user_temperature,
+            "top_p": self.user_top_p,
+            "seed": seed,
+        }
+        options = {k: v for k, v in options.items() if v is not None}
+        options.update(self.user_options)
+        return build_user(self.user_strategy, **options)
+
+    def _run(self, coro: Any) -> Any:
+        """Run `coro` to completion from synchronous code.
+
+        On a thread without a running loop it runs on this env's private loop; inside a
+        running loop (a notebook) it runs on a private loop in a worker thread. Either
+        loop persists across calls, so a user's HTTP clients stay on one loop.
+        """
+        try:
+            asyncio.get_running_loop()
+        except RuntimeError:
+            if self._loop is None or self._loop.is_closed():
+                self._loop = asyncio.new_event_loop()
+            return self._loop.run_until_complete(coro)
+        if self._worker is None:
+            self._worker = ThreadPoolExecutor(max_workers=1, thread_name_prefix="tau-gym")
+            self._worker_loop = self._worker.submit(asyncio.new_event_loop).result()
+        loop = self._worker_loop
+        assert loop is not None
+        return self._worker.submit(loop.run_until_complete, coro).result()
+
+
+def _json(arguments: Any) -> str:
+    if isinstance(arguments, str):
+        return arguments
+    try:
+        return json.dumps(arguments)
+    except (TypeError, ValueError):
+        return json.dumps(str(arguments))
+
+
+def _close_loop(loop: asyncio.AbstractEventLoop) -> None:
+    """Close a private loop as `asyncio.run` would: cancel what still runs on it (the
+    HTTP library's background workers), finish async generators, then close."""
+    if loop.is_closed():
+        return
+    pending = asyncio.all_tasks(loop)
+    for task in pending:
+        task.cancel()
+    if pending:
+        loop.run_until_complete(asyncio.gather(*pending, return_exceptions=True))
+    loop.run_until_complete(loop.shutdown_asyncgens())
+    loop.close()

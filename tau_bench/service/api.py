@@ -1,0 +1,257 @@
+"""The FastAPI app of `tau serve`: routes, bearer auth, error shapes.
+
+Thin on purpose: validation lives in `submission`, state in `store`/`manager`, files in
+`artifacts`. Every error is `{"detail": "...", "field": ...}` (field when one setting is
+at fault), so an orchestrator can show it as is. Blocking work (reading data and logs,
+rendering) runs in worker threads so the event loop keeps serving and running episodes.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import secrets
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from typing import Any
+
+from fastapi import APIRouter, Depends, FastAPI, Header, HTTPException, Query, Request
+from fastapi.exceptions import RequestValidationError
+from fastapi.responses import HTMLResponse, JSONResponse, Response
+
+from tau_bench.service import artifacts
+from tau_bench.service.manager import RunManager, RunNotFound, RunStateConflict
+from tau_bench.service.settings import ServiceSettings
+from tau_bench.service.store import (
+    CANCELLED,
+    COMPLETED,
+    FAILED,
+    STATUSES,
+    RunRow,
+    RunStore,
+    lock_state_dir,
+    unlock_state_dir,
+)
+from tau_bench.service.submission import (
+    SubmissionError,
+    check_runnable,
+    config_from_request,
+    parse_body,
+)
+from tau_bench.service.views import links, run_view, scrub, secret_values
+
+JSONL = "application/x-ndjson"
+
+
+def _version() -> str:
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        return version("tau-adapters")
+    except PackageNotFoundError:
+        return "unknown"
+
+
+def _auth(token: str | None) -> Any:
+    expected = token.encode("utf-8") if token is not None else None
+
+    async def check(authorization: str | None = Header(default=None)) -> None:
+        if expected is None:
+            return
+        scheme, _, value = (authorization or "").partition(" ")
+        if scheme.lower() != "bearer" or not secrets.compare_digest(
+            value.strip().encode("utf-8"), expected
+        ):
+            raise HTTPException(
+                status_code=401,
+                detail="missing or invalid bearer token",
+                headers={"WWW-Authenticate": "Bearer"},
+            )
+
+    return check
+
+
+def _validation_field(loc: tuple[Any, ...] | list[Any]) -> str:
+    parts = [str(p) for p in loc if p not in ("body", "query", "path", "header")]
+    return parts[0] if parts else "body"
+
+
+def create_app(settings: ServiceSettings) -> FastAPI:
+    """The app; its lifespan opens the state database and starts/stops the runs."""
+    settings.prepare()
+    store = RunStore(settings.db_path)
+    manager = RunManager(settings, store)
+
+    @asynccontextmanager
+    async def lifespan(app: FastAPI) -> AsyncIterator[None]:
+        lock_state_dir(settings.state_dir)
+        try:
+            await manager.start()
+            yield
+        finally:
+            await manager.stop()
+            unlock_state_dir(settings.state_dir)
+
+    app = FastAPI(
+        title="tau-adapters evaluation service",
+        version=_version(),
+        lifespan=lifespan,
+        docs_url=None,
+        redoc_url=None,
+    )
+    app.state.settings = settings
+    app.state.manager = manager
+    app.state.store = store
+
+    @app.exception_handler(SubmissionError)
+    async def _submission_error(request: Request, exc: SubmissionError) -> JSONResponse:
+        return JSONResponse(exc.to_dict(), status_code=exc.status)
+
+    @app.exception_handler(RequestValidationError)
+    async def _request_error(request: Request, exc: RequestValidationError) -> JSONResponse:
+        first = exc.errors()[0]
+        field = _validation_field(first.get("loc", ()))
+        message = str(first.get("msg", "invalid value")).removeprefix("Value error, ")
+        return JSONResponse({"detail": f"{field}: {message}", "field": field}, status_code=422)
+
+    @app.get("/health")
+    async def health() -> dict[str, str]:
+        return {"status": "ok", "version": app.version}
+
+    api = APIRouter(dependencies=[Depends(_auth(settings.token))])
+
+    def _row(run_id: str) -> RunRow:
+        try:
+            return manager.get(run_id)
+        except RunNotFound:
+            raise HTTPException(404, detail=f"no run {run_id!r}") from None
+
+    def _view(row: RunRow) -> dict[str, Any]:
+        live = manager.live(row.id)
+        if live is None:
+            return run_view(row)
+        return run_view(row, progress=live.to_dict(), summary=live.summary())
+
+    async def _submit(data: dict[str, Any], origin: str) -> RunRow:
+        config = config_from_request(data)
+        await asyncio.to_thread(check_runnable, config, settings.data_dir)
+        return manager.submit(config, origin)
+
+    @api.post("/runs", status_code=202)
+    async def submit_run(request: Request) -> JSONResponse:
+        row = await _submit(parse_body(await request.body()), "api")
+        return JSONResponse(
+            {"run_id": row.id, "status": row.status, "links": links(row.id)},
+            status_code=202,
+            headers={"Location": f"/runs/{row.id}"},
+        )
+
+    @api.get("/runs")
+    async def list_runs(
+        status: str | None = Query(default=None),
+        limit: int = Query(default=100, ge=1, le=1000),
+    ) -> dict[str, Any]:
+        if status is not None and status not in STATUSES:
+            raise SubmissionError("status", f"unknown status (one of: {', '.join(STATUSES)})")
+        return {"runs": [_view(r) for r in store.runs(status, limit)]}
+
+    @api.get("/runs/{run_id}")
+    async def get_run(
+        run_id: str, wait: float = Query(default=0.0, ge=0.0, le=settings.max_wait)
+    ) -> dict[str, Any]:
+        _row(run_id)
+        return _view(await manager.wait(run_id, wait))
+
+    @api.delete("/runs/{run_id}")
+    async def cancel_run(run_id: str) -> dict[str, Any]:
+        _row(run_id)
+        try:
+            return _view(await manager.cancel(run_id))
+        except RunStateConflict as exc:
+            raise HTTPException(409, detail=str(exc)) from None
+
+    @api.post("/runs/{run_id}/resume", status_code=202)
+    async def resume_run(run_id: str) -> dict[str, Any]:
+        _row(run_id)
+        try:
+            return _view(manager.resume(run_id))
+        except RunStateConflict as exc:
+            raise HTTPException(409, detail=str(exc)) from None
+
+    def _model_name(row: RunRow) -> str:
+        return str(row.config.get("model") or row.config.get("agent_strategy") or "agent")
+
+    async def _records(row: RunRow) -> list[Any]:
+        """Finished episodes: the runner's in memory while it runs (its log is written
+        in the background), else the log."""
+        live = manager.live(row.id)
+        if live is not None:
+            return artifacts.ordered(live.records.values())
+        return await asyncio.to_thread(artifacts.records, row.log_path)
+
+    async def _scores(row: RunRow) -> Response:
+        found = await _records(row)
+        text = await asyncio.to_thread(
+            artifacts.scores_jsonl, found, str(row.config.get("env")), _model_name(row)
+        )
+        return Response(scrub(text, secret_values(row.config)), media_type=JSONL)
+
+    @api.get("/runs/{run_id}/scores")
+    async def run_scores(run_id: str) -> Response:
+        return await _scores(_row(run_id))
+
+    @api.get("/runs/{run_id}/trajectories/{task:path}")
+    async def run_trajectory(
+        run_id: str, task: str, trial: int = Query(default=0, ge=0)
+    ) -> Response:
+        row = _row(run_id)
+        found = await _records(row)
+        try:
+            text = artifacts.trajectory_jsonl(found, task, trial)
+        except artifacts.NoResults as exc:
+            raise HTTPException(404, detail=str(exc)) from None
+        return Response(scrub(text, secret_values(row.config)), media_type=JSONL)
+
+    @api.get("/runs/{run_id}/report")
+    async def run_report(run_id: str) -> HTMLResponse:
+        row = _row(run_id)
+        try:
+            html = await asyncio.to_thread(
+                artifacts.report_html, row.log_path, f"τ-bench run {row.run_name}"
+            )
+        except artifacts.NoResults as exc:
+            raise HTTPException(404, detail=str(exc)) from None
+        return HTMLResponse(scrub(html, secret_values(row.config)))
+
+    @api.get("/scores")
+    async def compat_scores(
+        model: str | None = Query(default=None),
+        subset: str | None = Query(default=None),
+        task_id: int | None = Query(default=None, alias="taskID", ge=0),
+    ) -> Response:
+        """MT-bench service compatibility: run `model` on `subset`, wait, return scores."""
+        if not model:
+            raise SubmissionError("model", "required (the agent model to evaluate)")
+        if not subset:
+            raise SubmissionError("subset", "required (the domain: airline or retail)")
+        data = {**settings.scores_settings, "model": model, "env": subset}
+        if task_id is not None:
+            data["task_ids"] = [task_id]
+        try:
+            row = await _submit(data, "scores")
+        except SubmissionError as exc:
+            if exc.field == "env":
+                exc.field = "subset"
+            elif exc.field == "task_ids":
+                exc.field = "taskID"
+            raise
+        row = await manager.wait(row.id, None)
+        if row.status == COMPLETED:
+            return await _scores(row)
+        if row.status == CANCELLED:
+            raise HTTPException(409, detail=f"run {row.id} was cancelled")
+        if row.status == FAILED:
+            raise HTTPException(500, detail=f"run {row.id} failed: {row.error}")
+        raise HTTPException(503, detail=f"the server is stopping; run {row.id} resumes later")
+
+    app.include_router(api)
+    return app

@@ -1,0 +1,91 @@
+"""A run's log -> what clients download: MT-bench scores, one trajectory, the HTML report.
+
+Everything is derived from the runner's JSONL log (the source of truth), so the files
+a finished run serves are the ones `tau export` and `tau report` would make of it, and a
+run in progress serves what has finished so far. The MT-bench scores are produced by
+`tau_bench.analysis.mt_bench.write_mt_bench` itself (into a scratch folder) rather
+than re-implemented here, so the two can never disagree.
+"""
+
+from __future__ import annotations
+
+import json
+import tempfile
+from collections.abc import Iterable
+from pathlib import Path
+
+from tau_bench.results import EpisodeRecord, LogFileError, read_log
+
+
+class NoResults(LookupError):
+    """The run has nothing to show yet (no log, or no finished episode)."""
+
+
+def task_key(task_id: int | str) -> str:
+    """A task id as text, normalised (`" 7"` -> `"7"`, `"retail/07"` -> `"retail/7"`):
+    multi-domain runs name tasks `domain/N`, single-domain runs by index."""
+    text = str(task_id).strip()
+    name, sep, index = text.rpartition("/")
+    if sep and index.isdigit():
+        return f"{name.strip()}/{int(index)}"
+    return str(int(text)) if text.isdigit() else text
+
+
+def _order(record: EpisodeRecord) -> tuple[int, int, str, int]:
+    tid = record.task_id
+    return (0, tid, "", record.trial) if isinstance(tid, int) else (1, 0, tid, record.trial)
+
+
+def ordered(found: Iterable[EpisodeRecord]) -> list[EpisodeRecord]:
+    """Records by task (indices, then `domain/N` ids), then trial."""
+    return sorted(found, key=_order)
+
+
+def records(log_path: str | Path | None) -> list[EpisodeRecord]:
+    """Latest record per (task, trial) of a run's log, by task then trial."""
+    if not log_path or not Path(log_path).exists():
+        return []
+    try:
+        contents = read_log(Path(log_path))
+    except LogFileError:
+        return []
+    return ordered(contents.records.values())
+
+
+def scores_jsonl(found: list[EpisodeRecord], dataset: str, model: str) -> str:
+    """The MT-bench `<model>_scores.jsonl` of `found` (one line per episode)."""
+    from tau_bench.analysis.mt_bench import safe_name, write_mt_bench
+
+    if not found:
+        return ""
+    with tempfile.TemporaryDirectory(prefix="tau-serve-") as tmp:
+        folder = write_mt_bench(found, tmp, dataset, model)
+        return (folder / f"{safe_name(model)}_scores.jsonl").read_text(encoding="utf-8")
+
+
+def trajectory_jsonl(found: list[EpisodeRecord], task_id: int | str, trial: int) -> str:
+    """The MT-bench trajectory file of one episode: `{"role", "content"}` per line."""
+    from tau_bench.analysis.mt_bench import chat_lines
+
+    wanted = task_key(task_id)
+    for record in found:
+        if task_key(record.task_id) == wanted and record.trial == trial:
+            return "".join(
+                json.dumps(line, ensure_ascii=False) + "\n" for line in chat_lines(record.messages)
+            )
+    raise NoResults(f"no finished episode for task {task_id}, trial {trial}")
+
+
+def report_html(log_path: str | Path | None, title: str) -> str:
+    """`tau report` of the run's log: one self-contained HTML page."""
+    from tau_bench.analysis.compare import compare_runs
+    from tau_bench.analysis.loading import ResultsLoadError, load_run
+    from tau_bench.analysis.report import render_report
+
+    if not records(log_path):
+        raise NoResults("the run has no finished episode yet")
+    try:
+        run = load_run(Path(str(log_path)))
+    except ResultsLoadError as exc:
+        raise NoResults(str(exc)) from None
+    return render_report(compare_runs([run]), [run], title)

@@ -1,0 +1,295 @@
+"""Queue, start, cancel and resume runs on the server's event loop.
+
+Each run is one asyncio task around the normal runner (`prepare_run` + `Runner`), so
+concurrency inside a run, resume and cost accounting are exactly `tau run`'s. At most
+`max_runs` run at once; the rest wait as `queued`, in submission order. A run's files go
+to `<state>/runs/<id>/`; when that log already exists (the server stopped or died
+mid-run, or a client asked to resume) the run continues with the runner's resume
+(`RunConfig.resume`), so finished episodes are never run twice.
+
+Cancellation is asyncio task cancellation: the runner then writes the results and
+summary of what finished. A cancel asked by a client ends as `cancelled`; a server
+shutdown puts the run back to `queued`, and the next server resumes it.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import traceback
+import uuid
+from collections.abc import Callable
+from typing import Any
+
+from tau_bench.config import RunConfig
+from tau_bench.metrics import summarize
+from tau_bench.results import EpisodeRecord, is_success, now_iso
+from tau_bench.service.settings import ServiceSettings
+from tau_bench.service.store import (
+    CANCELLED,
+    COMPLETED,
+    FAILED,
+    QUEUED,
+    RUNNING,
+    RunRow,
+    RunStore,
+)
+from tau_bench.service.views import scrub, secret_values
+
+log = logging.getLogger("tau_bench.service")
+CANCEL_GRACE = 30.0  # seconds DELETE waits for the runner to write what finished
+
+
+class RunNotFound(LookupError):
+    pass
+
+
+class RunStateConflict(RuntimeError):
+    """The run is not in a state that allows the request (e.g. cancelling a finished run)."""
+
+
+class Progress:
+    """A `RunObserver` that keeps the run's records for live progress and summary."""
+
+    def __init__(self, num_trials: int, on_change: Callable[[Progress], None]) -> None:
+        self.num_trials = num_trials
+        self.total = 0
+        self.records: dict[tuple[int | str, int], EpisodeRecord] = {}
+        self._on_change = on_change
+
+    def started(self, total: int, done: list[EpisodeRecord]) -> None:
+        self.total = total
+        self.records = {r.key: r for r in done}
+        self._on_change(self)
+
+    def episode_done(self, record: EpisodeRecord) -> None:
+        self.records[record.key] = record
+        self._on_change(self)
+
+    def finished(self) -> None:
+        return None
+
+    def to_dict(self) -> dict[str, Any]:
+        records = list(self.records.values())
+        errors = sum(1 for r in records if r.is_error)
+        return {
+            "total": self.total,
+            "done": len(records),
+            "scored": len(records) - errors,
+            "errors": errors,
+            "passed": sum(1 for r in records if not r.is_error and is_success(r.reward)),
+        }
+
+    def summary(self) -> dict[str, Any]:
+        return summarize(list(self.records.values()), self.num_trials, planned=self.total)
+
+
+class RunManager:
+    """Owns the background tasks of runs; every state change goes to the store first."""
+
+    def __init__(self, settings: ServiceSettings, store: RunStore) -> None:
+        self.settings = settings
+        self.store = store
+        self._tasks: dict[str, asyncio.Task[None]] = {}
+        self._progress: dict[str, Progress] = {}
+        self._finished: dict[str, asyncio.Event] = {}
+        self._cancel_asked: set[str] = set()
+        self._closing = False
+        self._stopped: asyncio.Event | None = None
+
+    # -- lifecycle ---------------------------------------------------------------------
+
+    async def start(self) -> list[str]:
+        """Put runs a dead server left `running` back in the queue and start the queue.
+        Returns the ids that will resume."""
+        self._closing = False
+        self._stopped = asyncio.Event()
+        resumed = []
+        for row in self.store.oldest(RUNNING):
+            self.store.update(row.id, status=QUEUED, note="server restarted: the run resumes")
+            resumed.append(row.id)
+        resumed += [r.id for r in self.store.oldest(QUEUED) if r.id not in resumed]
+        self._pump()
+        return resumed
+
+    async def stop(self) -> None:
+        """Stop every run (they go back to `queued`, to resume on the next start)."""
+        self._closing = True
+        if self._stopped is not None:
+            self._stopped.set()
+        tasks = list(self._tasks.values())
+        for task in tasks:
+            task.cancel()
+        await asyncio.gather(*tasks, return_exceptions=True)
+
+    # -- requests ----------------------------------------------------------------------
+
+    def submit(self, config: RunConfig, origin: str = "api") -> RunRow:
+        """Queue a validated run; it starts now if a slot is free."""
+        run_id = uuid.uuid4().hex
+        row = RunRow(
+            id=run_id,
+            status=QUEUED,
+            origin=origin,
+            created=now_iso(),
+            run_name=config.run_name or run_id,
+            config=config.model_dump(mode="json"),
+        )
+        self.store.insert(row)
+        self._pump()
+        return self.get(run_id)
+
+    def get(self, run_id: str) -> RunRow:
+        row = self.store.get(run_id)
+        if row is None:
+            raise RunNotFound(run_id)
+        return row
+
+    def live(self, run_id: str) -> Progress | None:
+        """The observer of a run in progress (None when it is not running here)."""
+        return self._progress.get(run_id) if run_id in self._tasks else None
+
+    async def cancel(self, run_id: str) -> RunRow:
+        row = self.get(run_id)
+        if row.terminal:
+            raise RunStateConflict(f"run {run_id} is already {row.status}")
+        task = self._tasks.get(run_id)
+        if task is None:
+            self.store.update(run_id, status=CANCELLED, finished=now_iso(), note="cancelled")
+            self._signal(run_id)
+            return self.get(run_id)
+        self._cancel_asked.add(run_id)
+        task.cancel()
+        await asyncio.wait({task}, timeout=CANCEL_GRACE)
+        return self.get(run_id)
+
+    def resume(self, run_id: str) -> RunRow:
+        """Queue a cancelled or failed run again: it continues from its log."""
+        row = self.get(run_id)
+        if row.status not in (CANCELLED, FAILED):
+            raise RunStateConflict(
+                f"run {run_id} is {row.status}; only cancelled or failed runs can be resumed"
+            )
+        self.store.update(run_id, status=QUEUED, finished=None, error=None, note="resume requested")
+        if run_id in self._finished:
+            self._finished[run_id].clear()
+        self._pump()
+        return self.get(run_id)
+
+    async def wait(self, run_id: str, timeout: float | None) -> RunRow:
+        """The run once it is finished (completed, failed, cancelled), or as it is when
+        `timeout` seconds pass or the server stops."""
+        row = self.get(run_id)
+        if row.terminal or (timeout is not None and timeout <= 0):
+            return row
+        done = self._finished.setdefault(run_id, asyncio.Event())
+        waiters = [asyncio.ensure_future(done.wait())]
+        if self._stopped is not None:
+            waiters.append(asyncio.ensure_future(self._stopped.wait()))
+        try:
+            await asyncio.wait(waiters, timeout=timeout, return_when=asyncio.FIRST_COMPLETED)
+        finally:
+            for w in waiters:
+                w.cancel()
+        return self.get(run_id)
+
+    # -- running -----------------------------------------------------------------------
+
+    def _signal(self, run_id: str) -> None:
+        self._finished.setdefault(run_id, asyncio.Event()).set()
+
+    def _pump(self) -> None:
+        """Start queued runs, oldest first, while there are free slots."""
+        if self._closing:
+            return
+        while len(self._tasks) < self.settings.max_runs:
+            waiting = [r for r in self.store.oldest(QUEUED) if r.id not in self._tasks]
+            if not waiting:
+                return
+            row = waiting[0]
+            self.store.update(
+                row.id, status=RUNNING, started=row.started or now_iso(), attempts=row.attempts + 1
+            )
+            self._tasks[row.id] = asyncio.get_running_loop().create_task(
+                self._execute(row), name=f"tau-run-{row.id}"
+            )
+
+    def _config(self, row: RunRow) -> RunConfig:
+        """The stored config with the server's paths; resuming when a log exists."""
+        run_dir = self.settings.run_dir(row.id)
+        data = dict(row.config)
+        data.update(
+            log_dir=str(run_dir),
+            data_dir=self.settings.data_dir,
+            run_name=row.run_name,
+            quiet=True,
+            resume=None,
+        )
+        log_path = run_dir / f"{row.run_name}.jsonl"
+        if log_path.exists() and log_path.stat().st_size == 0:
+            log_path.unlink()  # died while creating it: nothing to resume
+        if log_path.exists():
+            data["resume"] = str(log_path)
+        return RunConfig.model_validate(data)
+
+    async def _execute(self, row: RunRow) -> None:
+        from tau_bench.runner import Runner, prepare_run
+
+        run_id = row.id
+        secrets = secret_values(row.config)
+        progress = Progress(
+            int(row.config.get("num_trials") or 1),
+            lambda p: self.store.update(run_id, progress=p.to_dict()),
+        )
+        self._progress[run_id] = progress
+        runner: Runner | None = None
+        try:
+            config = self._config(row)
+            plan = await asyncio.to_thread(prepare_run, config)
+            self.store.update(run_id, log_path=str(plan.log_path))
+            runner = Runner(plan, progress)
+            outcome = await runner.run()
+        except asyncio.CancelledError:
+            partial = runner.outcome.summary if runner and runner.outcome else None
+            if run_id in self._cancel_asked or not self._closing:
+                self.store.update(
+                    run_id, status=CANCELLED, finished=now_iso(), summary=partial, note="cancelled"
+                )
+            else:
+                self.store.update(
+                    run_id,
+                    status=QUEUED,
+                    summary=partial,
+                    note="server stopped: the run resumes when it starts again",
+                )
+            raise
+        except Exception as exc:
+            message = scrub(_error_text(exc), secrets)
+            detail = scrub("".join(traceback.format_exception(exc)), secrets)
+            log.warning("run %s failed: %s\n%s", run_id, message, detail)
+            self.store.update(run_id, status=FAILED, finished=now_iso(), error=message)
+        else:
+            self.store.update(
+                run_id,
+                status=COMPLETED,
+                finished=now_iso(),
+                summary=outcome.summary,
+                progress=progress.to_dict(),
+                note=None,
+            )
+        finally:
+            self._tasks.pop(run_id, None)
+            self._progress.pop(run_id, None)
+            self._cancel_asked.discard(run_id)
+            if self.get(run_id).terminal:
+                self._signal(run_id)
+            self._pump()
+
+
+def _error_text(exc: BaseException) -> str:
+    """A configuration problem reads as its message; anything else names its type."""
+    from tau_bench.config import RunConfigError
+
+    if isinstance(exc, RunConfigError | ValueError):
+        return str(exc)
+    return f"{type(exc).__name__}: {exc}"

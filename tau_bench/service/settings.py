@@ -1,0 +1,71 @@
+"""What `tau serve` was started with: where state lives, who may call, how much runs at once.
+
+Kept apart from the app so tests and the CLI build the same object, and so the
+`GET /scores` defaults (which agent and user a compatibility request gets) are one
+documented mapping of run settings rather than scattered constants.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+TOKEN_ENV = "TAU_SERVE_TOKEN"
+STATE_DIR_ENV = "TAU_SERVE_STATE_DIR"
+LOOPBACK_HOSTS = frozenset({"127.0.0.1", "localhost", "::1"})
+
+# Run settings the server owns: a client may not set them (they name server paths).
+SERVER_FIELDS = frozenset({"log_dir", "resume", "data_dir"})
+
+# What `GET /scores?model=...` runs unless the server was started with other settings.
+DEFAULT_SCORES_SETTINGS: dict[str, Any] = {"agent_strategy": "tool-calling"}
+
+
+def default_state_dir() -> Path:
+    """`$TAU_SERVE_STATE_DIR`, else the per-user data directory of tau-adapters."""
+    explicit = os.environ.get(STATE_DIR_ENV)
+    if explicit:
+        return Path(explicit).expanduser()
+    import platformdirs
+
+    return Path(platformdirs.user_data_dir("tau-adapters")) / "serve"
+
+
+@dataclass
+class ServiceSettings:
+    """Server configuration. `token=None` means no authentication (local development)."""
+
+    state_dir: Path
+    token: str | None
+    max_runs: int = 2
+    data_dir: str | None = None
+    scores_settings: dict[str, Any] = field(default_factory=lambda: dict(DEFAULT_SCORES_SETTINGS))
+    max_wait: float = 600.0
+
+    def __post_init__(self) -> None:
+        if self.max_runs < 1:
+            raise ValueError("max_runs must be at least 1")
+        if self.token is not None and not self.token.strip():
+            raise ValueError("the API token is empty")
+
+    @property
+    def db_path(self) -> Path:
+        return self.state_dir / "service.sqlite3"
+
+    @property
+    def runs_dir(self) -> Path:
+        return self.state_dir / "runs"
+
+    def run_dir(self, run_id: str) -> Path:
+        return self.runs_dir / run_id
+
+    def prepare(self) -> None:
+        """Create the state directory, private to this user (it holds run configs)."""
+        self.state_dir.mkdir(parents=True, exist_ok=True)
+        self.runs_dir.mkdir(exist_ok=True)
+        try:
+            self.state_dir.chmod(0o700)
+        except OSError:
+            pass  # a mounted volume may refuse; the database file is still made private

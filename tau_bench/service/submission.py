@@ -1,0 +1,147 @@
+"""A client's run settings -> a validated `RunConfig`, or an error naming the bad field.
+
+The body of `POST /runs` uses the same names as `tau run`'s long flags with underscores
+(dashes are accepted too), and goes through the same normalisation as a YAML config
+(`tau_bench.config.config_from_mapping`), so the three ways to describe a run agree.
+Everything that can be checked before a run is queued is checked here - field types,
+unknown settings, the domain, split and task ids, the agent and user strategies - so a
+client gets a 422 at once rather than a failed run later.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Mapping
+from typing import Any
+
+from pydantic import ValidationError
+
+from tau_bench.config import RunConfig, RunConfigError, config_from_mapping, normalize_key
+from tau_bench.service.settings import SERVER_FIELDS
+
+# Local strategies that cannot run without `model` (the others are hosted agents or
+# the oracle, which need none).
+MODEL_STRATEGIES = frozenset({"tool-calling", "act", "react", "few-shot"})
+# User simulators that cannot work unattended behind an API.
+INTERACTIVE_USERS = frozenset({"human"})
+_RUN_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,99}$")
+
+
+class SubmissionError(ValueError):
+    """A request the server refuses; `field` is the setting at fault (or `body`)."""
+
+    def __init__(self, field: str, message: str, status: int = 422) -> None:
+        super().__init__(message)
+        self.field = field
+        self.message = message
+        self.status = status
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"detail": f"{self.field}: {self.message}", "field": self.field}
+
+
+def parse_body(raw: bytes) -> dict[str, Any]:
+    """The request body as a JSON object."""
+    try:
+        data = json.loads(raw or b"null")
+    except (json.JSONDecodeError, UnicodeDecodeError) as exc:
+        message = getattr(exc, "msg", "not UTF-8")
+        raise SubmissionError("body", f"not valid JSON ({message})") from None
+    if not isinstance(data, dict):
+        raise SubmissionError("body", "expected a JSON object of run settings")
+    return data
+
+
+def _field_of(message: str) -> str:
+    """The RunConfig field a runner/config error message is about (`body` if unclear)."""
+    head = message.split(":", 1)[0].strip()
+    base = head.split(".", 1)[0]
+    if base in RunConfig.model_fields:
+        return base
+    lowered = message.lower()
+    for needle, name in (
+        ("task id", "task_ids"),
+        ("task range", "start_index"),
+        ("provider limit", "provider_limits"),
+        ("agent_option", "agent_options"),
+        ("tasks file", "tasks_file"),
+        ("has no tasks", "task_split"),
+        ("no tasks selected", "task_ids"),
+    ):
+        if needle in lowered:
+            return name
+    return "body"
+
+
+def config_from_request(data: Mapping[str, Any]) -> RunConfig:
+    """Validate settings into a RunConfig (client requests and the server's `GET /scores`
+    defaults alike: neither may name the server-owned paths)."""
+    for key in data:
+        name = normalize_key(str(key))
+        if name in SERVER_FIELDS:
+            raise SubmissionError(name, "set by the server, not by a request")
+    try:
+        mapping = config_from_mapping(dict(data))
+    except RunConfigError as exc:
+        raise SubmissionError(_field_of(str(exc)), str(exc)) from None
+    mapping["quiet"] = True
+    try:
+        config = RunConfig.model_validate(mapping)
+    except ValidationError as exc:
+        first = exc.errors()[0]
+        loc = [str(p) for p in first["loc"]]
+        field = loc[0] if loc else "body"
+        message = str(first["msg"]).removeprefix("Value error, ")
+        if first["type"] == "extra_forbidden":
+            message = "unknown setting"
+        where = ".".join(loc[1:])
+        raise SubmissionError(field, f"{where}: {message}" if where else message) from None
+    if config.run_name is not None and not _RUN_NAME.match(config.run_name):
+        raise SubmissionError(
+            "run_name", "letters, digits, '.', '-' and '_' only (at most 100, no leading dot)"
+        )
+    if config.user_strategy in INTERACTIVE_USERS:
+        raise SubmissionError("user_strategy", f"{config.user_strategy!r} needs a terminal")
+    if config.agent_strategy in MODEL_STRATEGIES and not config.model:
+        raise SubmissionError("model", f"required by agent strategy {config.agent_strategy!r}")
+    return config
+
+
+def check_runnable(config: RunConfig, data_dir: str | None) -> None:
+    """What needs the data and the plugins: strategies exist, domain, split and task ids
+    are valid. Blocking (reads the data on first use): call it in a worker thread."""
+    from tau_adapters.registry import UnknownAdapterError, load_builder
+    from tau_bench.data.paths import DataDirError
+    from tau_bench.domains import UnknownDomainError, UnknownSplitError
+    from tau_bench.runner import prepare_run
+    from tau_bench.tasks import TaskFileError
+    from tau_bench.users import UnknownUserStrategyError, build_user
+
+    try:
+        load_builder(config.agent_strategy)
+    except UnknownAdapterError as exc:
+        raise SubmissionError("agent_strategy", str(exc)) from None
+    except ImportError as exc:
+        raise SubmissionError("agent_strategy", f"not available on this server: {exc}") from None
+    try:
+        build_user(config.user_strategy, **config.user_options())
+    except UnknownUserStrategyError as exc:
+        raise SubmissionError("user_strategy", str(exc)) from None
+    except ImportError as exc:
+        raise SubmissionError("user_strategy", f"not available on this server: {exc}") from None
+    except (ValueError, KeyError) as exc:
+        raise SubmissionError("user_strategy", str(exc)) from None
+    probe = config.model_copy(update={"data_dir": data_dir, "resume": None})
+    try:
+        prepare_run(probe)
+    except UnknownDomainError as exc:
+        raise SubmissionError("env", str(exc)) from None
+    except UnknownSplitError as exc:
+        raise SubmissionError("task_split", str(exc)) from None
+    except TaskFileError as exc:
+        raise SubmissionError("tasks_file", str(exc)) from None
+    except DataDirError as exc:
+        raise SubmissionError("data_dir", f"the server has no benchmark data: {exc}", 503) from None
+    except RunConfigError as exc:
+        raise SubmissionError(_field_of(str(exc)), str(exc)) from None
