@@ -112,7 +112,11 @@ def test_eval_config_from_a_mapping(tmp_path):
     )
     assert cfg.user_models == ["openai/a", "anthropic/b"] and cfg.k_values == [1, 2, 4, 5]
     run = cfg.run_config("anthropic/b", max_concurrency=3)
-    assert (run.user_model, run.user_model_provider, run.num_trials) == ("anthropic/b", "anthropic", 5)
+    assert (run.user_model, run.user_model_provider, run.num_trials) == (
+        "anthropic/b",
+        "anthropic",
+        5,
+    )
     assert (run.temperature, run.top_p, run.user_temperature, run.max_steps) == (0.7, 0.9, 1.0, 12)
     assert run.run_name == "e1__anthropic_b" and run.log_dir == str(tmp_path / "e1")
     assert run.max_concurrency == 3
@@ -167,7 +171,7 @@ def write_eval(path: Path, log_dir: Path, **extra: Any) -> Path:
     return path
 
 
-def test_tau_eval_end_to_end_and_resume(tmp_path, fake_llm: FakeLLM):
+def test_tau_eval_end_to_end_and_resume(tmp_path, fake_llm: FakeLLM):  # noqa: F811
     fake_llm.brain = users
     config = write_eval(tmp_path / "eval.yaml", tmp_path / "results")
     result = CliRunner().invoke(app, ["eval", "--config", str(config), "--quiet"])
@@ -183,7 +187,10 @@ def test_tau_eval_end_to_end_and_resume(tmp_path, fake_llm: FakeLLM):
     assert report["overall"]["pass_hat_k"] == {"1": 0.75, "2": 0.75}
     assert report["overall"]["episodes"] == 8
     spread = report["spread"]["pass_hat_1"]
-    assert (spread["min_user_model"], spread["max_user_model"]) == ("openai/quitter", "openai/helpful")
+    assert (spread["min_user_model"], spread["max_user_model"]) == (
+        "openai/quitter",
+        "openai/helpful",
+    )
     assert spread["stdev"] == pytest.approx(0.5 / math.sqrt(2))
     assert report["ks"] == [1, 2] and report["num_samples"] == 2
     assert report["settings"]["agent_strategy"] == "oracle"
@@ -204,10 +211,13 @@ def test_tau_eval_end_to_end_and_resume(tmp_path, fake_llm: FakeLLM):
     resumed = CliRunner().invoke(app, ["eval", "--config", str(config), "--quiet", "--resume"])
     assert resumed.exit_code == 0, resumed.output
     assert len(fake_llm.requests) == calls
-    assert json.loads((tmp_path / "results" / "mix.eval.json").read_text())["overall"] == report["overall"]
+    assert (
+        json.loads((tmp_path / "results" / "mix.eval.json").read_text())["overall"]
+        == report["overall"]
+    )
 
 
-def test_tau_eval_flags_override_the_file(tmp_path, fake_llm: FakeLLM):
+def test_tau_eval_flags_override_the_file(tmp_path, fake_llm: FakeLLM):  # noqa: F811
     fake_llm.brain = users
     config = write_eval(tmp_path / "eval.yaml", tmp_path / "results", **{"max-steps": 9})
     out = tmp_path / "report.json"

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import itertools
 import math
+from typing import Any
 
 import pytest
 from hypothesis import given
@@ -142,3 +143,41 @@ def test_summary_of_nothing():
     s = summarize([], num_trials=2, planned=0)
     assert s["avg_reward"] is None
     assert s["pass_hat_k"] == {"1": None, "2": None}
+
+
+def test_summary_groups_by_user_model_and_domain():
+    from tau_bench.metrics import group_metrics, user_model_of
+
+    def r(task: Any, trial: int, reward: float | None, user: str | None, domain: str = "") -> Any:
+        error = {"kind": "x"} if reward is None else None
+        return EpisodeRecord(
+            task_id=task,
+            trial=trial,
+            reward=reward,
+            user_model=user,
+            user_strategy="llm" if user else "scripted",
+            domain=domain,
+            error=error,
+        )
+
+    records = [
+        r("retail/1", 0, 1.0, "m1", "retail"),
+        r("retail/1", 1, 0.0, "m2", "retail"),
+        r("airline/1", 0, 1.0, "m1", "airline"),
+        r("airline/1", 1, None, "m2", "airline"),
+    ]
+    summary = summarize(records, num_trials=2)
+    m1, m2 = summary["by_user_model"]["m1"], summary["by_user_model"]["m2"]
+    assert (m1["episodes"], m1["scored"], m1["avg_reward"], m1["pass_hat_k"]) == (
+        2,
+        2,
+        1.0,
+        {"1": 1.0, "2": None},
+    )
+    assert (m2["scored"], m2["errors"], m2["avg_reward"]) == (1, 1, 0.0)
+    assert summary["by_domain"]["retail"]["pass_hat_k"] == {"1": 0.5, "2": 0.0}
+    assert summary["by_domain"]["airline"]["avg_reward"] == 1.0
+    # a single-domain run has no by_domain; a scripted user groups under its strategy
+    single = [r(1, 0, 1.0, None)]
+    assert "by_domain" not in summarize(single, 1)
+    assert list(group_metrics(single, user_model_of, 1)) == ["scripted"]

@@ -221,7 +221,10 @@ def test_yaml_config_and_cli_override(parse, tmp_path):
         (["--agent-option", "novalue"], "--agent-option expects KEY=VALUE"),
         (["--provider-limit", "openai=lots"], "must be an integer"),
         (["7"], "unexpected argument '7'"),
-        (["--output-format", "xml"], "unknown output format 'xml' (available: tau-bench, mt-bench)"),
+        (
+            ["--output-format", "xml"],
+            "unknown output format 'xml' (available: tau-bench, mt-bench)",
+        ),
         (["--max-turns", "5", "--max-steps", "6"], "same setting"),
         (["--task-ids", "retail-3"], "expects integers (or DOMAIN/ID)"),
         (["--num-trials", "0"], "num_trials"),

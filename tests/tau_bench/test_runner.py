@@ -13,10 +13,18 @@ from tau_adapters import registry
 from tau_adapters.protocol import AdapterError, AgentTurn, SessionContext, ToolCall, UserTurn
 from tau_adapters.registry import SimpleProvider
 from tau_bench.agents.oracle import OracleAgent
-from tau_bench.config import RunConfig, RunConfigError
+from tau_bench.config import RunConfig, RunConfigError, episode_seed
 from tau_bench.results import read_log
 from tau_bench.runner import Runner, prepare_run
+from tau_bench.users.prompts import GREETING
 from tests.conftest import DATA_DIR
+from tests.tau_bench.agents.fake_llm import (
+    FakeLLM,
+    Reply,
+    Request,
+    fake_llm,  # noqa: F401
+    llm_env,  # noqa: F401
+)
 
 # Airline 13 scores 1.0 with today's stub tools; with the full tools every id does.
 IDS = [13, 0, 1]
@@ -466,16 +474,6 @@ async def test_shuffle_changes_execution_not_the_results_order(tmp_path):
 
 # -- per-episode seeds, user-model rotation, several domains, mt-bench --------------------
 
-from tau_bench.config import episode_seed  # noqa: E402
-from tau_bench.users.prompts import GREETING  # noqa: E402
-from tests.tau_bench.agents.fake_llm import (  # noqa: E402
-    FakeLLM,
-    Reply,
-    Request,
-    fake_llm,  # noqa: F401
-    llm_env,  # noqa: F401
-)
-
 
 def test_episode_seed_is_stable_and_differs_per_trial():
     # Pinned: sha256-based, so it must not change between processes or versions.
@@ -494,7 +492,8 @@ def quick_customer(request: Request) -> Reply:
 
 
 async def test_seeds_and_sampling_reach_the_agent_and_the_user_per_episode(
-    tmp_path, fake_llm: FakeLLM
+    tmp_path,
+    fake_llm: FakeLLM,  # noqa: F811
 ):
     def brain(request: Request) -> Reply:
         if request.tools:  # the tool-calling agent
@@ -530,7 +529,7 @@ async def test_seeds_and_sampling_reach_the_agent_and_the_user_per_episode(
     assert records[(13, 0)].seed == episode_seed(10, 13, 0) != records[(13, 1)].seed
 
 
-async def test_user_models_rotate_round_robin_over_the_sample_index(tmp_path, fake_llm: FakeLLM):
+async def test_user_models_rotate_round_robin_over_the_sample_index(tmp_path, fake_llm: FakeLLM):  # noqa: F811
     fake_llm.brain = quick_customer
     models = ["openai/u0", "openai/u1"]
     config = make_config(tmp_path, user_strategy="llm", user_models=models, num_trials=2)
@@ -555,7 +554,9 @@ async def test_user_models_rotate_round_robin_over_the_sample_index(tmp_path, fa
     assert by_model["openai/u0"]["episodes"] == 3 and by_model["openai/u0"]["avg_reward"] == 1.0
     assert outcome.plan.run_name == "t"
     header = read_log(tmp_path / "t.jsonl").header
-    assert header["config"]["user_models"] == models and header["config"]["user_model"] == "openai/u0"
+    assert (
+        header["config"]["user_models"] == models and header["config"]["user_model"] == "openai/u0"
+    )
 
 
 def test_the_sample_index_ignores_shuffle_and_survives_more_trials(tmp_path):
@@ -613,7 +614,9 @@ async def test_mt_bench_output_is_written_next_to_the_tau_bench_json(tmp_path):
     )
     folder = Path(outcome.summary["files"]["mt_bench"])
     assert folder.parent == tmp_path and folder.name.startswith("airline_")
-    scores = [json.loads(line) for line in (folder / "oracle_scores.jsonl").read_text().splitlines()]
+    scores = [
+        json.loads(line) for line in (folder / "oracle_scores.jsonl").read_text().splitlines()
+    ]
     assert [(s["task-id"], s["trial"], s["score"]) for s in scores] == [(13, 0, 1.0), (13, 1, 1.0)]
     assert (folder / "oracle_task13_trajectory.jsonl").exists()
     assert (tmp_path / "t.json").exists()  # the τ-bench file is always written
@@ -623,3 +626,19 @@ def test_max_turns_is_max_steps(tmp_path):
     assert make_config(tmp_path, max_turns=7).max_steps == 7
     with pytest.raises(ValueError, match="same setting"):
         make_config(tmp_path, max_turns=7, max_steps=8)
+
+
+async def test_a_missing_api_key_is_an_auth_error_without_retries(
+    tmp_path,
+    fake_llm: FakeLLM,  # noqa: F811
+    monkeypatch,
+):
+    monkeypatch.delenv("OPENAI_API_KEY")
+    outcome = await run_config(
+        make_config(tmp_path, user_strategy="llm", user_model="openai/u", task_ids=[13])
+    )
+    record = outcome.records[0]
+    assert record.error is not None
+    assert (record.error["kind"], record.error["retryable"]) == ("auth_error", False)
+    assert "after" not in record.error["message"]  # no "after 5 attempts"
+    assert fake_llm.requests == []

@@ -70,7 +70,10 @@ def test_registered_on_import_and_the_env_checker_passes():
 
 def test_make_with_the_module_prefix():
     env = gymnasium.make(
-        "tau_bench.gym:TauBench-v0", domain="retail", user_strategy="scripted", data_dir=str(DATA_DIR)
+        "tau_bench.gym:TauBench-v0",
+        domain="retail",
+        user_strategy="scripted",
+        data_dir=str(DATA_DIR),
     )
     obs, info = env.reset(seed=3)
     assert obs and info["domain"] == "retail"
@@ -98,7 +101,10 @@ def test_ground_truth_tool_calls_score_1_as_in_tau_run():
     assert (reward, terminated, truncated) == (1.0, True, False)
     assert info["stop_reason"] == "terminate_tool"
     assert info["reward_info"]["reward"] == 1.0
-    assert info["reward_info"]["info"] == {"r_actions": 1.0, "gt_data_hash": info["reward_info"]["gt_data_hash"]}
+    assert info["reward_info"]["info"] == {
+        "r_actions": 1.0,
+        "gt_data_hash": info["reward_info"]["gt_data_hash"],
+    }
     assert info["tool_call_id"] == "gt_0" and info["tool_name"] == "transfer_to_human_agents"
     with pytest.raises(ResetNeeded):
         env.step("anything else?")
