@@ -292,15 +292,26 @@ def is_secret_key(key: str) -> bool:
 
 
 def redact(options: dict[str, Any]) -> dict[str, Any]:
-    """Replace values of secret-looking keys with a short hash (comparable, not usable)."""
-    out: dict[str, Any] = {}
-    for key, value in options.items():
-        if is_secret_key(key) and value is not None:
-            digest = hashlib.sha256(str(value).encode("utf-8")).hexdigest()[:16]
-            out[key] = f"<redacted sha256:{digest}>"
-        else:
-            out[key] = value
-    return out
+    """Replace values of secret-looking keys, at any depth, with a short hash
+    (comparable across runs, not usable as the secret)."""
+
+    def walk(value: Any) -> Any:
+        if isinstance(value, dict):
+            return {
+                k: _hashed(v) if is_secret_key(str(k)) and v is not None else walk(v)
+                for k, v in value.items()
+            }
+        if isinstance(value, list):
+            return [walk(v) for v in value]
+        return value
+
+    result: dict[str, Any] = walk(options)
+    return result
+
+
+def _hashed(value: Any) -> str:
+    digest = hashlib.sha256(str(value).encode("utf-8")).hexdigest()[:16]
+    return f"<redacted sha256:{digest}>"
 
 
 def is_redacted(value: Any) -> bool:
