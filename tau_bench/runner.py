@@ -20,7 +20,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import dataclasses
 import hashlib
 import json
 import random
@@ -530,16 +529,10 @@ class Runner:
         files (`mt_bench_error`) rather than losing the summary."""
         from tau_bench.analysis.mt_bench import write_mt_bench
 
-        # Namespaced ids ("retail/12") become file-name parts ("retail-12").
-        flat = [
-            dataclasses.replace(r, task_id=r.task_id.replace("/", "-"))
-            if isinstance(r.task_id, str)
-            else r
-            for r in records
-        ]
+        # Namespaced ids ("retail/12") are "retail-12" in its file names (write_mt_bench).
         try:
             folder = write_mt_bench(
-                flat,
+                records,
                 self.plan.log_path.parent,
                 dataset=self.config.env,
                 model=self.config.model or self.config.agent_strategy,

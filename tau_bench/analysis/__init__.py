@@ -8,5 +8,6 @@ Modules: `loading` (files -> `Run`), `compare` (metrics, per-task matrix, paired
 differences) with `bootstrap` (the seeded CI) and `tables` (terminal output), `report`
 (one self-contained HTML file, with `episode_html` and `svg`), `plots` (optional PNGs),
 `rescore` (replay trajectories on today's domain), `analyze` (LLM fault
-classification), `mt_bench` (the MT-bench JSONL export). See docs/compare-and-report.md.
+classification), `mt_bench` (the MT-bench JSONL export), `task_ids` (plain and
+`domain/N` ids: order, file names). See docs/compare-and-report.md.
 """

@@ -23,6 +23,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from tau_bench.analysis.loading import Run
+from tau_bench.analysis.task_ids import TaskId, sort_key
 from tau_bench.llm import LLMConfig, LLMError, complete
 from tau_bench.results import EpisodeRecord, is_success
 
@@ -100,7 +101,7 @@ Answer with one JSON object only, no prose around it:
 @dataclass
 class EpisodeAnalysis:
     run: str
-    task_id: int
+    task_id: TaskId
     trial: int
     reward: float | None
     status: str  # "classified" or "unclassified"
@@ -264,7 +265,7 @@ def failed_records(run: Run, limit: int | None = None) -> list[EpisodeRecord]:
     failures of the agent: they have their own error)."""
     failed = sorted(
         (r for r in run.records if not r.is_error and not is_success(r.reward)),
-        key=lambda r: (r.task_id, r.trial),
+        key=lambda r: (sort_key(r.task_id), r.trial),
     )
     return failed if limit is None else failed[:limit]
 

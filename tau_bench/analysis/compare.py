@@ -4,22 +4,32 @@ Runs are only comparable on the same tasks of the same domain: `compare_runs` re
 different task sets unless asked to keep the shared tasks (`intersect`), and refuses
 different domains always. Every metric is then computed on the compared tasks only, so
 the table and the paired intervals describe the same episodes.
+
+Multi-domain runs name tasks `"retail/12"`; next to one, a single-domain run's indices
+are named by its domain (`12` -> `"airline/12"`), so an airline run lines up with the
+airline half of a two-domain run (`intersect`). `by_user_model` makes each (run, user
+model) of a rotation run a row of its own, on the tasks the runs share.
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from typing import Any
 
 from tau_bench.analysis.bootstrap import paired_bootstrap
-from tau_bench.analysis.loading import Run
-from tau_bench.metrics import pass_hat_k, success_counts, summarize
+from tau_bench.analysis.loading import Run, split_by_user_model, with_domain_ids
+from tau_bench.analysis.task_ids import TaskId, ids_text, sort_key, sorted_ids
+from tau_bench.metrics import pass_hat_k, success_counts, summarize, user_model_of
 from tau_bench.results import EpisodeRecord, is_success
 
 
 class ComparisonError(ValueError):
     """Runs that cannot be compared as given; the message says why and what to do."""
+
+
+class UnknownBaseline(ComparisonError):
+    """The baseline asked for is none of the compared runs (the message lists them)."""
 
 
 @dataclass
@@ -30,6 +40,7 @@ class RunRow:
     label: str
     agent: str
     user: str | None
+    user_models: dict[str, int]  # episodes per user model (several in a rotation run)
     env: str | None
     path: str
     source_format: str
@@ -118,12 +129,15 @@ class Paired:
 @dataclass
 class Comparison:
     rows: list[RunRow]
-    task_ids: list[int]
-    matrix: dict[str, dict[int, Cell]]
+    task_ids: list[TaskId]
+    matrix: dict[str, dict[TaskId, Cell]]
     paired: list[Paired]
     max_k: int
     intersect: bool = False
-    dropped: dict[str, list[int]] = field(default_factory=dict)
+    dropped: dict[str, list[TaskId]] = field(default_factory=dict)
+    # The runs as compared, one per row: split by user model, ids named by domain.
+    runs: list[Run] = field(default_factory=list)
+    by_user_model: bool = False
 
     def to_dict(self) -> dict[str, Any]:
         """The `--json` output: plain data, keys as strings."""
@@ -138,6 +152,7 @@ class Comparison:
             "runs": rows,
             "tasks": self.task_ids,
             "intersect": self.intersect,
+            "by_user_model": self.by_user_model,
             "dropped_tasks": self.dropped,
             "matrix": {
                 label: {str(t): cell.to_dict() for t, cell in cells.items()}
@@ -147,27 +162,27 @@ class Comparison:
         }
 
 
-def ids_text(ids: Iterable[int], limit: int = 12) -> str:
-    """`0-4, 7, 9-12` (first `limit` ranges), for messages about task sets."""
-    ordered = sorted(set(ids))
-    ranges: list[str] = []
-    i = 0
-    while i < len(ordered):
-        j = i
-        while j + 1 < len(ordered) and ordered[j + 1] == ordered[j] + 1:
-            j += 1
-        ranges.append(str(ordered[i]) if i == j else f"{ordered[i]}-{ordered[j]}")
-        i = j + 1
-    more = len(ranges) - limit
-    return ", ".join(ranges[:limit]) + (f", … ({more} more)" if more > 0 else "")
+def align_task_ids(runs: Sequence[Run]) -> list[Run]:
+    """The runs with comparable task ids: if any names its tasks by domain
+    (`retail/12`), the others' plain indices are named by their domain too."""
+    if not any(r.namespaced for r in runs):
+        return list(runs)
+    try:
+        return [with_domain_ids(r) for r in runs]
+    except ValueError as exc:
+        raise ComparisonError(f"{exc}: it cannot be compared with multi-domain runs") from None
 
 
-def shared_tasks(runs: Sequence[Run], intersect: bool) -> list[int]:
-    """The task ids to compare on, or a ComparisonError saying why there are none."""
+def shared_tasks(runs: Sequence[Run], intersect: bool) -> list[TaskId]:
+    """The task ids to compare on, or a ComparisonError saying why there are none.
+
+    Plain indices of different domains are different tasks with the same ids, so runs
+    on different domains are refused; ids that name their domain are compared as they
+    are (a domain only one run has is a task-set difference)."""
     if not runs:
         raise ComparisonError("no runs to compare")
     envs = {r.env for r in runs if r.env}
-    if len(envs) > 1:
+    if len(envs) > 1 and not all(r.namespaced for r in runs if r.records):
         where = ", ".join(f"{r.label}: {r.env or '?'}" for r in runs)
         raise ComparisonError(f"runs are on different domains ({where})")
     sets = [r.task_ids for r in runs]
@@ -176,7 +191,7 @@ def shared_tasks(runs: Sequence[Run], intersect: bool) -> list[int]:
     if not union:
         raise ComparisonError("the runs have no episodes")
     if common == union:
-        return sorted(common)
+        return sorted_ids(common)
     if not intersect:
         counts = ", ".join(f"{r.label}: {len(s)}" for r, s in zip(runs, sets, strict=True))
         raise ComparisonError(
@@ -185,7 +200,7 @@ def shared_tasks(runs: Sequence[Run], intersect: bool) -> list[int]:
         )
     if not common:
         raise ComparisonError("the runs share no task: nothing to compare")
-    return sorted(common)
+    return sorted_ids(common)
 
 
 def _row(index: int, run: Run, records: list[EpisodeRecord], max_k: int) -> RunRow:
@@ -197,6 +212,7 @@ def _row(index: int, run: Run, records: list[EpisodeRecord], max_k: int) -> RunR
         label=run.label,
         agent=run.agent,
         user=run.user,
+        user_models=_user_mix(records, run.config.get("user_models") or []),
         env=run.env,
         path=str(run.path),
         source_format=run.source_format,
@@ -217,8 +233,17 @@ def _row(index: int, run: Run, records: list[EpisodeRecord], max_k: int) -> RunR
     )
 
 
-def task_cells(records: Iterable[EpisodeRecord]) -> dict[int, Cell]:
-    cells: dict[int, Cell] = {}
+def _user_mix(records: Iterable[EpisodeRecord], order: Sequence[str]) -> dict[str, int]:
+    """Episodes per user model, in the rotation's `order`, then in order of appearance."""
+    counts: dict[str, int] = dict.fromkeys((str(m) for m in order), 0)
+    for r in records:
+        name = user_model_of(r)
+        counts[name] = counts.get(name, 0) + 1
+    return {name: n for name, n in counts.items() if n}
+
+
+def task_cells(records: Iterable[EpisodeRecord]) -> dict[TaskId, Cell]:
+    cells: dict[TaskId, Cell] = {}
     for r in records:
         cell = cells.setdefault(r.task_id, Cell())
         if r.is_error:
@@ -233,9 +258,9 @@ def task_cells(records: Iterable[EpisodeRecord]) -> dict[int, Cell]:
 def paired(
     baseline: str,
     other: str,
-    a: dict[int, Cell],
-    b: dict[int, Cell],
-    tasks: Sequence[int],
+    a: dict[TaskId, Cell],
+    b: dict[TaskId, Cell],
+    tasks: Sequence[TaskId],
     *,
     resamples: int,
     confidence: float,
@@ -271,35 +296,69 @@ def paired(
     )
 
 
+def _unique_labels(runs: list[Run]) -> list[Run]:
+    """Rows are keyed by label: a repeated one gets `#2`, `#3`... (on a copy)."""
+    seen: dict[str, int] = {}
+    out = []
+    for run in runs:
+        n = seen[run.label] = seen.get(run.label, 0) + 1
+        out.append(run if n == 1 else replace(run, label=f"{run.label}#{n}"))
+    return out
+
+
+def _baseline(baseline: int | str, runs: Sequence[Run]) -> int:
+    """`baseline` as an index into `runs`: an index, or a `#` (from 1) or label as text."""
+    if isinstance(baseline, int):
+        if 0 <= baseline < len(runs):
+            return baseline
+        raise UnknownBaseline(f"baseline {baseline + 1} is not one of the {len(runs)} runs")
+    for i, run in enumerate(runs):
+        if baseline in (run.label, str(i + 1)):
+            return i
+    labels = ", ".join(f"{i + 1}={r.label}" for i, r in enumerate(runs))
+    raise UnknownBaseline(f"baseline {baseline!r} is not one of the runs ({labels})")
+
+
 def compare_runs(
     runs: Sequence[Run],
     *,
     intersect: bool = False,
-    baseline: int = 0,
+    baseline: int | str = 0,
     resamples: int = 10_000,
     confidence: float = 0.95,
     seed: int = 0,
+    by_user_model: bool = False,
 ) -> Comparison:
-    """The comparison of `runs`; each other run is paired against `runs[baseline]`."""
-    tasks = shared_tasks(runs, intersect)
-    if not 0 <= baseline < len(runs):
-        raise ComparisonError(f"baseline {baseline + 1} is not one of the {len(runs)} runs")
+    """The comparison of `runs`; each other run is paired against the baseline (an
+    index into the compared runs, or a `#`/label as text).
+
+    With `by_user_model` each (run, user model) of a rotation run is compared as a run
+    of its own (`<label> [<model>]`), on the tasks the whole runs share; a pair of
+    them is then paired on the tasks both have."""
+    aligned = align_task_ids(runs)
+    tasks = shared_tasks(aligned, intersect)
+    if by_user_model:
+        aligned = [part for run in aligned for part in split_by_user_model(run)]
+    compared = _unique_labels(aligned)
+    base_index = _baseline(baseline, compared)
     keep = set(tasks)
-    max_k = max(r.num_trials for r in runs)
+    max_k = max(r.num_trials for r in compared)
     rows: list[RunRow] = []
-    matrix: dict[str, dict[int, Cell]] = {}
-    dropped: dict[str, list[int]] = {}
-    for i, run in enumerate(runs):
+    matrix: dict[str, dict[TaskId, Cell]] = {}
+    dropped: dict[str, list[TaskId]] = {}
+    for i, run in enumerate(compared):
         records = [r for r in run.records if r.task_id in keep]
-        extra = sorted(run.task_ids - keep)
+        extra = sorted_ids(run.task_ids - keep)
         if extra:
             dropped[run.label] = extra
         rows.append(_row(i + 1, run, records, max_k))
-        matrix[run.label] = task_cells(records)
-    base = runs[baseline].label
+        matrix[run.label] = dict(
+            sorted(task_cells(records).items(), key=lambda kv: sort_key(kv[0]))
+        )
+    base = compared[base_index].label
     pairs = [
         p
-        for run in runs
+        for run in compared
         if run.label != base
         for p in [
             paired(
@@ -323,4 +382,6 @@ def compare_runs(
         max_k=max_k,
         intersect=intersect,
         dropped=dropped,
+        runs=compared,
+        by_user_model=by_user_model,
     )

@@ -4,16 +4,23 @@ Both formats become `EpisodeRecord`s so every analysis has one input type. What 
 original format does not carry (agent, model, user model, domain) is taken, in order,
 from a `<stem>.summary.json` next to the file, the runner's file-name pattern, and the
 trajectory itself (the policy's title names the domain); what remains unknown stays None.
+
+Multi-domain runs name their tasks `"retail/12"`; a record's domain is its `domain`
+field, else its id's namespace. In a user-model rotation (`--user-models`) each log
+record says which user model it had; the τ-bench file does not, so it is taken from the
+log next to it, else worked out from the runner's round-robin when the file is complete.
 """
 
 from __future__ import annotations
 
 import json
 import re
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
+from tau_bench.analysis.task_ids import TaskId, parse_task_id, qualify, sort_key, task_domain
+from tau_bench.metrics import domain_of, user_model_of
 from tau_bench.results import EpisodeRecord, LogFileError, read_log
 
 
@@ -65,8 +72,60 @@ class Run:
         return self.user_model or self.user_strategy
 
     @property
-    def task_ids(self) -> set[int]:
+    def task_ids(self) -> set[TaskId]:
         return {r.task_id for r in self.records}
+
+    @property
+    def domains(self) -> list[str]:
+        """The run's domains: its env (`retail,airline` names two), else its records'."""
+        if self.env:
+            return [e for e in self.env.split(",") if e]
+        return list(dict.fromkeys(d for r in self.records if (d := domain_of(r))))
+
+    @property
+    def namespaced(self) -> bool:
+        """Its task ids name their domain (`retail/12`): a multi-domain run."""
+        return any(task_domain(r.task_id) for r in self.records)
+
+
+def split_by_user_model(run: Run) -> list[Run]:
+    """One run per user model of a rotation run (`--user-models`), labelled
+    `<label> [<model>]`, in the rotation's order; the run itself when it had one."""
+    groups: dict[str, list[EpisodeRecord]] = {}
+    for name in run.config.get("user_models") or []:
+        groups.setdefault(str(name), [])
+    for r in run.records:
+        groups.setdefault(user_model_of(r), []).append(r)
+    groups = {name: members for name, members in groups.items() if members}
+    if len(groups) < 2:
+        return [run]
+    return [
+        replace(
+            run,
+            label=f"{run.label} [{name}]",
+            records=members,
+            user_model=members[0].user_model,
+            user_strategy=members[0].user_strategy or run.user_strategy,
+        )
+        for name, members in groups.items()
+    ]
+
+
+def with_domain_ids(run: Run) -> Run:
+    """`run` with its plain task indices named by its domain (`12` -> `"airline/12"`),
+    so that it lines up with multi-domain runs; unchanged if its ids already say their
+    domain. ValueError when the run's domain is unknown or ambiguous."""
+    if not any(isinstance(r.task_id, int) for r in run.records):
+        return run
+    domains = run.domains
+    if len(domains) != 1:
+        raise ValueError(
+            f"{run.label}: its task ids do not name a domain and its domain is "
+            f"{'unknown' if not domains else 'ambiguous (' + ', '.join(domains) + ')'}"
+        )
+    (domain,) = domains
+    records = [replace(r, task_id=qualify(r.task_id, domain), domain=domain) for r in run.records]
+    return replace(run, records=records)
 
 
 # -- the original format --------------------------------------------------------------
@@ -93,8 +152,9 @@ def record_from_tau_bench(entry: dict[str, Any]) -> EpisodeRecord:
     reward = entry.get("reward")
     task = info.get("task")
     reward_info = info.get("reward_info")
+    task_id = parse_task_id(entry["task_id"])
     return EpisodeRecord(
-        task_id=int(entry["task_id"]),
+        task_id=task_id,
         trial=int(entry.get("trial", 0) or 0),
         reward=None if error or reward is None else float(reward),
         reward_info=reward_info if isinstance(reward_info, dict) else None,
@@ -105,6 +165,7 @@ def record_from_tau_bench(entry: dict[str, Any]) -> EpisodeRecord:
         user_usage={"cost": float(info.get("user_cost") or 0.0)},
         error=error,
         warnings=[str(e) for e in info.get("errors") or []],
+        domain=task_domain(task_id) or "",
     )
 
 
@@ -128,7 +189,11 @@ def parse_run_stem(stem: str) -> dict[str, Any]:
 
 
 def guess_env(records: list[EpisodeRecord], name: str) -> str | None:
-    """The domain from the policy title in a trajectory, else from the file name."""
+    """The domains named by the task ids (`retail,airline`), else the domain from the
+    policy title in a trajectory, else from the file name."""
+    named = list(dict.fromkeys(d for r in records if (d := domain_of(r))))
+    if named:
+        return ",".join(named)
     for record in records:
         for message in record.messages[:1]:
             if message.get("role") == "system":
@@ -166,6 +231,7 @@ def _load_tau_bench(path: Path) -> Run:
         raise ResultsLoadError(f"{path}: malformed τ-bench entry ({exc})") from None
     summary_path = path.with_name(path.stem + ".summary.json")
     config: dict[str, Any] = {}
+    summary: Any = None
     run_name = path.stem
     if summary_path.is_file():
         summary = _read_json(summary_path)
@@ -173,6 +239,16 @@ def _load_tau_bench(path: Path) -> Run:
             config = summary["config"]
             run_name = str(summary.get("run_name") or run_name)
     meta = {**parse_run_stem(path.stem), **{k: v for k, v in config.items() if v is not None}}
+    user_strategy = str(meta.get("user_strategy") or "")
+    user_model = _user_model(meta)
+    rotation = _rotation(config)
+    models = _per_record_user_models(path, records, rotation, summary)
+    if rotation and models is None:
+        # Each episode had one of these models, and which one cannot be known here.
+        user_model = f"{', '.join(rotation)} (rotation)"
+    for i, record in enumerate(records):
+        record.user_strategy = user_strategy
+        record.user_model = models[i] if models else None if rotation else user_model
     trials = max((r.trial for r in records), default=0) + 1
     return Run(
         label=run_name,
@@ -183,7 +259,7 @@ def _load_tau_bench(path: Path) -> Run:
         agent_strategy=meta.get("agent_strategy"),
         model=meta.get("model"),
         user_strategy=meta.get("user_strategy"),
-        user_model=_user_model(meta),
+        user_model=(models[0] if models else None) or user_model,
         num_trials=max(int(config.get("num_trials") or 1), trials),
         task_split=config.get("task_split"),
         config=config,
@@ -196,6 +272,39 @@ def _user_model(meta: dict[str, Any]) -> str | None:
     return meta.get("user_model")
 
 
+def _rotation(config: dict[str, Any]) -> list[str]:
+    """The user models a run rotated over (`--user-models`); [] if it did not."""
+    models = config.get("user_models")
+    if not isinstance(models, list) or config.get("user_strategy") in ("scripted", "human"):
+        return []
+    return [str(m) for m in models]
+
+
+def _per_record_user_models(
+    path: Path, records: list[EpisodeRecord], rotation: list[str], summary: Any
+) -> list[str | None] | None:
+    """Each τ-bench entry's user model in a rotation run, which the format does not
+    record: from the run's log next to the file (by task and trial), else from the
+    runner's round-robin over the sample index - which is the entry's position when the
+    file holds every planned episode (none errored or missing). None when not a
+    rotation run or when it cannot be known."""
+    if not rotation:
+        return None
+    log = path.with_suffix(".jsonl")
+    if log.is_file():
+        try:
+            logged = read_log(log).records
+        except LogFileError:
+            logged = {}
+        found = [logged.get(r.key) for r in records]
+        if all(f is not None for f in found):
+            return [f.user_model if f is not None else None for f in found]
+    planned = summary.get("episodes_planned") if isinstance(summary, dict) else None
+    if planned == len(records):
+        return [rotation[i % len(rotation)] for i in range(len(records))]
+    return None
+
+
 def _load_log(path: Path) -> Run:
     try:
         contents = read_log(path)
@@ -203,7 +312,7 @@ def _load_log(path: Path) -> Run:
         raise ResultsLoadError(str(exc)) from None
     header = contents.header
     config = dict(header.get("config") or {})
-    records = sorted(contents.records.values(), key=lambda r: (r.trial, r.task_id))
+    records = sorted(contents.records.values(), key=lambda r: (r.trial, sort_key(r.task_id)))
     trials = max((r.trial for r in records), default=0) + 1
     first = records[0] if records else None
     return Run(

@@ -12,6 +12,8 @@ Layout, under `<out>/<dataset>_<YYYYmmdd_HHMMSS>/`:
 
 With several trials, trial 0 keeps the names above and trial k > 0 writes
 `<model>_task<id>_trial<k>_trajectory.jsonl` and its own line in the scores file.
+A namespaced id (`retail/12`, multi-domain runs) is `retail-12` in file names and
+stays `retail/12` in `task-id`.
 `model` is sanitised for file names: every run of characters other than letters,
 digits, `.`, `-` and `_` becomes `_` (`openai/gpt-4o` -> `openai_gpt-4o`).
 """
@@ -25,6 +27,7 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
+from tau_bench.analysis.task_ids import file_part, sort_key
 from tau_bench.results import EpisodeRecord
 from tau_bench.tasks import RESPOND_ACTION
 
@@ -108,9 +111,13 @@ def write_mt_bench(
     folder = _fresh_dir(Path(out_dir) / f"{safe_name(dataset)}_{stamp}")
     name = safe_name(model)
     scores = []
-    for record in sorted(records, key=lambda r: (r.task_id, r.trial)):
+    for record in sorted(records, key=lambda r: (sort_key(r.task_id), r.trial)):
         suffix = f"_trial{record.trial}" if record.trial else ""
-        path = folder / f"{name}_task{record.task_id}{suffix}_trajectory.jsonl"
+        stem = f"{name}_task{file_part(record.task_id)}{suffix}"
+        path, n = folder / f"{stem}_trajectory.jsonl", 1
+        while path.exists():  # two ids with one file name (`a/1` and `a-1`): never overwrite
+            n += 1
+            path = folder / f"{stem}_{n}_trajectory.jsonl"
         with path.open("w", encoding="utf-8") as fh:
             for line in chat_lines(record.messages):
                 fh.write(json.dumps(line, ensure_ascii=False) + "\n")

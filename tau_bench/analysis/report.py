@@ -4,6 +4,10 @@ Self-contained means it opens from disk with no network: CSS, a small script (fi
 and SVG charts are inline, nothing is fetched. Without JavaScript everything is still
 there (trajectories are closed `<details>`); the script only filters and opens the
 episode a heatmap cell links to.
+
+Task ids may name their domain (`retail/12`, multi-domain runs): they appear as they are
+in element ids (`#e-2-retail/12-0`) and in the task filter, where `12` also finds
+`retail/12` and `airline/12`.
 """
 
 from __future__ import annotations
@@ -14,12 +18,14 @@ from collections.abc import Sequence
 from datetime import datetime
 from html import escape
 from pathlib import Path
+from urllib.parse import quote
 
 from tau_bench.analysis import svg
 from tau_bench.analysis.compare import Cell, Comparison
 from tau_bench.analysis.episode_html import episode_html
 from tau_bench.analysis.loading import Run
-from tau_bench.analysis.tables import cell_text, fmt, fmt_cost, fmt_seconds
+from tau_bench.analysis.tables import cell_text, fmt, fmt_cost, fmt_seconds, user_text
+from tau_bench.analysis.task_ids import TaskId, sort_key
 from tau_bench.results import EpisodeRecord
 
 CSS = """
@@ -79,7 +85,8 @@ JS = """
     document.querySelectorAll('section.run').forEach(function (sec) {
       var runOk = !r || sec.dataset.run === r, inRun = 0;
       sec.querySelectorAll('details.task').forEach(function (td) {
-        var taskOk = !t || td.dataset.task === t, n = 0;
+        var dt = td.dataset.task;
+        var taskOk = !t || dt === t || dt.slice(-t.length - 1) === '/' + t, n = 0;
         td.querySelectorAll('details.episode').forEach(function (ep) {
           total += 1;
           var oc = ep.dataset.outcome;
@@ -150,7 +157,7 @@ def summary_table(comparison: Comparison) -> str:
         rows.append(
             f'<tr><td><span class="swatch" style="background:{svg.color(r.index - 1)}"></span>'
             f'{r.index}</td><td class="l" title="{escape(r.path)}">{escape(r.label)}</td>'
-            f'<td class="l">{escape(r.agent)}</td><td class="l">{escape(r.user or "-")}</td>'
+            f'<td class="l">{escape(r.agent)}</td><td class="l">{escape(user_text(r))}</td>'
             f"<td>{r.tasks}</td><td>{r.trials}</td><td>{fmt(r.avg_reward)}</td>"
             + "".join(f"<td>{fmt(r.pass_hat_k.get(k))}</td>" for k in ks)
             + f"<td>{fmt_cost(r.cost_total)}</td><td>{fmt_seconds(r.latency_p50)}</td>"
@@ -227,8 +234,8 @@ def cost_chart(comparison: Comparison) -> str:
     )
 
 
-def _instructions(runs: Sequence[Run]) -> dict[int, str]:
-    out: dict[int, str] = {}
+def _instructions(runs: Sequence[Run]) -> dict[TaskId, str]:
+    out: dict[TaskId, str] = {}
     for run in runs:
         for r in run.records:
             text = r.task.get("instruction") if isinstance(r.task, dict) else None
@@ -237,7 +244,12 @@ def _instructions(runs: Sequence[Run]) -> dict[int, str]:
     return out
 
 
-def heatmap(comparison: Comparison, instructions: dict[int, str]) -> str:
+def _href(prefix: str, task_id: TaskId) -> str:
+    """`#<prefix><id>` for an href (the id percent-encoded, `/` kept), HTML-escaped."""
+    return escape("#" + prefix + quote(str(task_id), safe="/"))
+
+
+def heatmap(comparison: Comparison, instructions: dict[TaskId, str]) -> str:
     head = (
         '<tr><th>task</th><th class="l">instruction</th>'
         + "".join(f'<th title="{escape(r.label)}">#{r.index}</th>' for r in comparison.rows)
@@ -250,11 +262,12 @@ def heatmap(comparison: Comparison, instructions: dict[int, str]) -> str:
         for r in comparison.rows:
             cell = comparison.matrix[r.label].get(t)
             cells.append(
-                f'<td style="background:{_rate_color(cell)}"><a href="#t-{r.index}-{t}" '
-                f'title="{escape(r.label)}, task {t}">{escape(cell_text(cell))}</a></td>'
+                f'<td style="background:{_rate_color(cell)}"><a href="{_href(f"t-{r.index}-", t)}" '
+                f'title="{escape(r.label)}, task {escape(str(t))}">{escape(cell_text(cell))}</a></td>'
             )
         body.append(
-            f'<tr><th>{t}</th><td class="l" title="{escape(instr)}">{escape(instr[:110])}</td>'
+            f"<tr><th>{escape(str(t))}</th>"
+            f'<td class="l" title="{escape(instr)}">{escape(instr[:110])}</td>'
             + "".join(cells)
             + "</tr>"
         )
@@ -279,6 +292,7 @@ def _system_refs(records: Sequence[EpisodeRecord]) -> dict[str, str]:
 
 
 def trajectories(comparison: Comparison, runs: Sequence[Run]) -> str:
+    """Every episode of the compared tasks, by run (one section per row) and task."""
     keep = set(comparison.task_ids)
     options = "".join(
         f'<option value="{r.index}">#{r.index} {escape(r.label)}</option>' for r in comparison.rows
@@ -296,8 +310,8 @@ def trajectories(comparison: Comparison, runs: Sequence[Run]) -> str:
     instructions = _instructions(runs)
     for row, run in zip(comparison.rows, runs, strict=True):
         records = [r for r in run.records if r.task_id in keep]
-        by_task: dict[int, list[EpisodeRecord]] = defaultdict(list)
-        for r in sorted(records, key=lambda r: (r.task_id, r.trial)):
+        by_task: dict[TaskId, list[EpisodeRecord]] = defaultdict(list)
+        for r in sorted(records, key=lambda r: (sort_key(r.task_id), r.trial)):
             by_task[r.task_id].append(r)
         refs = _system_refs(records)
         prompts = "".join(
@@ -309,10 +323,13 @@ def trajectories(comparison: Comparison, runs: Sequence[Run]) -> str:
         for t, eps in by_task.items():
             cell = comparison.matrix[row.label].get(t)
             instr = instructions.get(t, "")
-            episodes = "".join(episode_html(e, f"e-{row.index}-{t}-{e.trial}", refs) for e in eps)
+            episodes = "".join(
+                episode_html(e, escape(f"e-{row.index}-{t}-{e.trial}"), refs) for e in eps
+            )
+            tid = escape(str(t))
             tasks.append(
-                f'<details class="task" id="t-{row.index}-{t}" data-task="{t}"><summary>'
-                f"task {t} · {escape(cell_text(cell))} · "
+                f'<details class="task" id="t-{row.index}-{tid}" data-task="{tid}"><summary>'
+                f"task {tid} · {escape(cell_text(cell))} · "
                 f'<span class="muted">{escape(instr[:120])}</span></summary>'
                 f'<div class="instr">{escape(instr)}</div>{episodes}</details>'
             )
@@ -325,10 +342,15 @@ def trajectories(comparison: Comparison, runs: Sequence[Run]) -> str:
     return "".join(parts)
 
 
-def render_report(comparison: Comparison, runs: Sequence[Run], title: str = "") -> str:
-    """The whole page as one string."""
+def render_report(
+    comparison: Comparison, runs: Sequence[Run] | None = None, title: str = ""
+) -> str:
+    """The whole page as one string. The runs shown are the comparison's own (split by
+    user model, task ids named by domain, one per row); `runs` is only used for a
+    comparison built without them."""
+    runs = comparison.runs or list(runs or [])
     title = title or "τ-bench comparison"
-    env = next((r.env for r in comparison.rows if r.env), None)
+    env = ", ".join(dict.fromkeys(e for r in comparison.rows if r.env for e in r.env.split(",")))
     dropped = ""
     if comparison.dropped:
         dropped = (
@@ -368,7 +390,9 @@ def render_report(comparison: Comparison, runs: Sequence[Run], title: str = "") 
     )
 
 
-def write_report(path: Path, comparison: Comparison, runs: Sequence[Run], title: str = "") -> Path:
+def write_report(
+    path: Path, comparison: Comparison, runs: Sequence[Run] | None = None, title: str = ""
+) -> Path:
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(render_report(comparison, runs, title), encoding="utf-8")
     return path

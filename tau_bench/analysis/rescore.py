@@ -14,12 +14,17 @@ Trajectories of the original's text agents (act/react: no `tool_calls`, actions 
 as `Action: {"name": ..., "arguments": ...}`) are parsed the way the original parsed them.
 Recorded observations are compared with the new ones; differences are counted (a sign
 that a tool's behaviour changed).
+
+Each record is replayed on its own domain: its `domain` field, else its task id's
+namespace (`retail/12`, multi-domain runs), else the run's single domain. A task is
+found by its index in that domain's split.
 """
 
 from __future__ import annotations
 
 import copy
 import json
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -27,9 +32,10 @@ from typing import Any
 from pydantic import ValidationError
 
 from tau_bench.analysis.loading import LOG, Run
+from tau_bench.analysis.task_ids import TaskId, task_index
 from tau_bench.domains import Domain
 from tau_bench.env import Env
-from tau_bench.metrics import summarize
+from tau_bench.metrics import domain_of, summarize
 from tau_bench.results import EpisodeRecord, now_iso, write_json_atomic
 from tau_bench.scoring import RewardResult
 from tau_bench.tasks import RESPOND_ACTION, Task
@@ -50,7 +56,7 @@ class ReplayStats:
 
 @dataclass
 class RescoredEpisode:
-    task_id: int
+    task_id: TaskId
     trial: int
     old_reward: float | None
     new_reward: float | None = None
@@ -257,31 +263,44 @@ def _task_differences(recorded: dict[str, Any], current: Task) -> list[str]:
     return notes
 
 
+def record_domain(record: EpisodeRecord, run: Run) -> str | None:
+    """The domain a record was run on: its own, else its id's, else the run's only one."""
+    own = domain_of(record)
+    if own:
+        return own
+    domains = run.domains
+    return domains[0] if len(domains) == 1 else None
+
+
 def rescore_run(
     run: Run,
-    domain: Domain,
+    domain: Domain | Mapping[str, Domain],
     *,
     split: str | None = None,
     recorded_tasks: bool = False,
     score_unfinished: bool = False,
 ) -> RescoreResult:
-    """Every scored episode of `run` replayed and scored on `domain`.
+    """Every scored episode of `run` replayed and scored on its domain, one of `domain`
+    (a domain, or domains by name: a multi-domain run needs each of its domains).
 
-    Tasks are the current ones, by task id, in `split` (default: the run's split if
+    Tasks are the current ones, by task index, in `split` (default: the run's split if
     it recorded one, else test). `recorded_tasks` - or a run made from a tasks file -
-    uses the task stored in each record instead.
+    uses the task stored in each record instead. Records of a domain not given are
+    skipped; a run none of whose domains is given is refused.
 
     An original τ-bench entry without reward info is an episode the original never
     scored (it ended without finishing, e.g. at max steps, and got 0); it keeps its 0
     unless `score_unfinished`, which scores its final state as this harness does.
     """
-    if run.env and run.env != domain.name:
+    domains = {domain.name: domain} if isinstance(domain, Domain) else dict(domain)
+    names = ", ".join(domains)
+    if run.domains and not set(run.domains) & set(domains):
         raise RescoreError(
-            f"{run.path} holds {run.env} results; they cannot be rescored on {domain.name}"
+            f"{run.path} holds {run.env} results; they cannot be rescored on {names}"
         )
     split = split or run.task_split or "test"
     from_records = recorded_tasks or bool(run.config.get("tasks_file"))
-    current = [] if from_records else domain.tasks(split)
+    only = next(iter(domains)) if len(domains) == 1 else None
     episodes: list[RescoredEpisode] = []
     records: list[EpisodeRecord] = []
     for record in run.records:
@@ -294,6 +313,13 @@ def rescore_run(
         if record.is_error:
             episode.skipped = "errored episode (never scored)"
             continue
+        name = record_domain(record, run) or only
+        if name is None:
+            episode.skipped = "its domain is unknown (name it: --env)"
+            continue
+        if name not in domains:
+            episode.skipped = f"domain {name} not rescored (rescoring on {names})"
+            continue
         if record.reward_info is None and run.source_format != LOG and not score_unfinished:
             episode.skipped = "unfinished in the original (no reward computed, scored 0)"
             continue
@@ -302,15 +328,17 @@ def rescore_run(
             if task is None:
                 episode.skipped = "no usable task stored in the record"
                 continue
-        elif 0 <= record.task_id < len(current):
-            task = current[record.task_id]
-            episode.notes.extend(_task_differences(record.task, task))
         else:
-            episode.skipped = (
-                f"task {record.task_id} is not in {domain.name} {split} ({len(current)} tasks)"
-            )
-            continue
-        env = Env(domain, task)
+            tasks = domains[name].tasks(split)  # loaded once per domain and split
+            index = task_index(record.task_id)
+            if index is None or not 0 <= index < len(tasks):
+                episode.skipped = (
+                    f"task {record.task_id} is not in {name} {split} ({len(tasks)} tasks)"
+                )
+                continue
+            task = tasks[index]
+            episode.notes.extend(_task_differences(record.task, task))
+        env = Env(domains[name], task)
         episode.stats = replay(env, record.messages)
         if episode.stats.multi_call_messages:
             episode.notes.append(
@@ -323,7 +351,9 @@ def rescore_run(
         new.reward = reward.reward
         new.reward_info = reward.to_dict()
         new.task = task.model_dump(mode="json")
-    return RescoreResult(run=run, env=domain.name, split=split, episodes=episodes, records=records)
+    return RescoreResult(
+        run=run, env=",".join(domains), split=split, episodes=episodes, records=records
+    )
 
 
 # -- output ----------------------------------------------------------------------------

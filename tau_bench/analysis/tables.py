@@ -1,10 +1,16 @@
-"""The comparison as terminal tables (rich): runs, paired differences, per-task matrix."""
+"""The comparison as terminal tables (rich): runs, paired differences, per-task matrix.
+
+Text from results files (labels, models: `run [openai/gpt-4o]`) is escaped, so rich
+never takes it for markup.
+"""
 
 from __future__ import annotations
 
 from typing import Any
 
-from tau_bench.analysis.compare import Cell, Comparison
+from rich.markup import escape
+
+from tau_bench.analysis.compare import Cell, Comparison, RunRow
 
 
 def fmt(value: float | None, spec: str = ".3f") -> str:
@@ -17,6 +23,13 @@ def fmt_seconds(value: float | None) -> str:
 
 def fmt_cost(value: float) -> str:
     return f"${value:.4f}"
+
+
+def user_text(row: RunRow) -> str:
+    """The user simulator's model, or the mix of a rotation run: `a ×4, b ×4` (episodes)."""
+    if len(row.user_models) > 1:
+        return ", ".join(f"{name} ×{n}" for name, n in row.user_models.items())
+    return row.user or "-"
 
 
 def cell_text(cell: Cell | None) -> str:
@@ -51,9 +64,9 @@ def runs_table(comparison: Comparison) -> Any:
     for row in comparison.rows:
         table.add_row(
             str(row.index),
-            row.label,
-            row.agent,
-            row.user or "-",
+            escape(row.label),
+            escape(row.agent),
+            escape(user_text(row)),
             str(row.tasks),
             str(row.trials),
             fmt(row.avg_reward),
@@ -81,16 +94,17 @@ def paired_table(comparison: Comparison) -> Any:
     table.add_column("verdict")
     for p in comparison.paired:
         style = "green" if p.significant and p.diff > 0 else "red" if p.significant else ""
+        verdict = escape(p.verdict)
         table.add_row(
-            p.baseline,
-            p.other,
+            escape(p.baseline),
+            escape(p.other),
             str(p.tasks),
             fmt(p.mean_baseline),
             fmt(p.mean_other),
             f"{p.diff:+.3f}",
             f"[{p.low:+.3f}, {p.high:+.3f}]",
             f"{p.other_better} / {p.baseline_better} / {p.ties}",
-            f"[{style}]{p.verdict}[/]" if style else p.verdict,
+            f"[{style}]{verdict}[/]" if style else verdict,
         )
     return table
 
@@ -107,5 +121,5 @@ def matrix_table(comparison: Comparison) -> Any:
         for row in comparison.rows:
             cell = comparison.matrix[row.label].get(task)
             cells.append(f"[{_cell_style(cell)}]{cell_text(cell)}[/]")
-        table.add_row(str(task), *cells)
+        table.add_row(escape(str(task)), *cells)
     return table

@@ -48,16 +48,6 @@ def _load(paths: list[Path]) -> list[Run]:
     return loaded.runs
 
 
-def _baseline_index(runs: list[Run], baseline: str | None) -> int:
-    if baseline is None:
-        return 0
-    for i, run in enumerate(runs):
-        if baseline in (run.label, str(i + 1)):
-            return i
-    labels = ", ".join(f"{i + 1}={r.label}" for i, r in enumerate(runs))
-    _fail(f"--baseline {baseline!r} is not one of the runs ({labels})")
-
-
 def _compare(
     results: list[Path],
     *,
@@ -66,8 +56,10 @@ def _compare(
     seed: int,
     resamples: int,
     confidence: float,
-) -> tuple[list[Run], Comparison]:
-    from tau_bench.analysis.compare import ComparisonError, compare_runs
+    by_user_model: bool,
+) -> Comparison:
+    """The comparison; its `runs` are the runs as compared (one per row)."""
+    from tau_bench.analysis.compare import ComparisonError, UnknownBaseline, compare_runs
 
     if resamples < 1:
         _fail("--bootstrap must be at least 1")
@@ -75,17 +67,19 @@ def _compare(
         _fail("--confidence must be between 0 and 1 (e.g. 0.95)")
     runs = _load(results)
     try:
-        comparison = compare_runs(
+        return compare_runs(
             runs,
             intersect=intersect,
-            baseline=_baseline_index(runs, baseline),
+            baseline=0 if baseline is None else baseline,
             resamples=resamples,
             confidence=confidence,
             seed=seed,
+            by_user_model=by_user_model,
         )
+    except UnknownBaseline as exc:
+        _fail(f"--{exc}")
     except ComparisonError as exc:
         _fail(str(exc))
-    return runs, comparison
 
 
 Results = Annotated[list[Path], typer.Argument(help=RESULTS_HELP, show_default=False)]
@@ -100,6 +94,13 @@ Baseline = Annotated[
 Seed = Annotated[int, typer.Option("--seed", help="Bootstrap seed.")]
 Resamples = Annotated[int, typer.Option("--bootstrap", help="Bootstrap resamples.")]
 Confidence = Annotated[float, typer.Option("--confidence", help="Confidence level.")]
+ByUserModel = Annotated[
+    bool,
+    typer.Option(
+        "--by-user-model",
+        help="Split runs by user model: each (run, user model) of a rotation is a row.",
+    ),
+]
 
 
 def compare(
@@ -115,18 +116,20 @@ def compare(
     matrix: Annotated[
         bool, typer.Option("--matrix/--no-matrix", help="Print the per-task matrix.")
     ] = True,
+    by_user_model: ByUserModel = False,
 ) -> None:
     """Compare runs: metrics per run, paired difference with a bootstrap CI, per task."""
     from tau_bench.analysis.tables import matrix_table, paired_table, runs_table
     from tau_bench.results import write_json_atomic
 
-    _, comparison = _compare(
+    comparison = _compare(
         results,
         intersect=intersect,
         baseline=baseline,
         seed=seed,
         resamples=resamples,
         confidence=confidence,
+        by_user_model=by_user_model,
     )
     console = _console()
     console.print(runs_table(comparison))
@@ -156,6 +159,7 @@ def report(
     seed: Seed = 0,
     resamples: Resamples = 10_000,
     confidence: Confidence = 0.95,
+    by_user_model: ByUserModel = False,
 ) -> None:
     """One self-contained HTML report: tables, charts, every trajectory."""
     from tau_bench.analysis.report import write_report
@@ -167,16 +171,17 @@ def report(
             _pyplot()
         except MissingPlotLibrary as exc:
             _fail(f"--png-dir: {exc}")
-    runs, comparison = _compare(
+    comparison = _compare(
         results,
         intersect=intersect,
         baseline=baseline,
         seed=seed,
         resamples=resamples,
         confidence=confidence,
+        by_user_model=by_user_model,
     )
     try:
-        write_report(output, comparison, runs, title)
+        write_report(output, comparison, title=title)
     except OSError as exc:
         _fail(f"cannot write {output}: {exc.strerror}")
     _note(f"wrote {output} ({output.stat().st_size / 1e6:.1f} MB)")
@@ -191,7 +196,13 @@ def rescore(
     results: Annotated[
         Path, typer.Argument(help="One results file (.jsonl log or τ-bench .json).")
     ],
-    env: Annotated[str, typer.Option("--env", help="Domain to replay on: airline or retail.")],
+    env: Annotated[
+        str | None,
+        typer.Option(
+            "--env",
+            help="Domain(s) to replay on: airline, retail or both (default: the file's).",
+        ),
+    ] = None,
     output: Annotated[
         Path | None,
         typer.Option("-o", "--output", help="Write the rescored results (same format) here."),
@@ -228,11 +239,15 @@ def rescore(
         run = load_run(results)
     except ResultsLoadError as exc:
         _fail(str(exc))
-    domain = load_domain(env, data_dir)  # unknown env / data dir: run_cli reports them
+    names = [e.strip() for e in env.split(",") if e.strip()] if env else run.domains
+    if not names:
+        _fail(f"{results} does not say its domain: pass --env airline or --env retail")
+    # unknown env / data dir: run_cli reports them
+    domains = {name: load_domain(name, data_dir) for name in names}
     try:
         outcome = rescore_run(
             run,
-            domain,
+            domains,
             split=task_split,
             recorded_tasks=recorded_tasks,
             score_unfinished=score_unfinished,
@@ -246,6 +261,7 @@ def rescore(
 
 
 def _print_rescore(outcome: Any) -> None:
+    from rich.markup import escape
     from rich.table import Table
 
     from tau_bench.analysis.tables import fmt
@@ -258,12 +274,12 @@ def _print_rescore(outcome: Any) -> None:
             table.add_column(name, justify="right" if name in ("task", "trial") else "left")
         for e in outcome.changed:
             table.add_row(
-                str(e.task_id),
+                escape(str(e.task_id)),
                 str(e.trial),
                 fmt(e.old_reward, "g"),
                 fmt(e.new_reward, "g"),
-                e.why(),
-                "; ".join(e.notes),
+                escape(e.why()),
+                escape("; ".join(e.notes)),
             )
         console.print(table)
     avg = summary["avg_reward"]

@@ -84,3 +84,60 @@ def runs(tmp_path_factory: pytest.TempPathFactory) -> Runs:
         sloppy=_run(folder, "sloppy", TASKS, 2, SloppyOracle),
         subset=_run(folder / "sub", "subset", TASKS[:2], 1),
     )
+
+
+@dataclass
+class MultiRuns:
+    """Two-domain runs (retail and airline, tasks 0 and 1 of each, 2 trials)."""
+
+    folder: Path
+    oracle: Path  # log of the oracle with the scripted user, made by `runner.run`
+    sloppy: Path  # log of the sloppy oracle (fails airline/0 trial 0, airline/1 trial 1)
+    rotation: Path  # log of the oracle with three user models rotated over the samples
+
+    @staticmethod
+    def results(log: Path) -> Path:
+        """The τ-bench `.json` the runner wrote next to `log`."""
+        return log.with_suffix(".json")
+
+
+ROTATION = ["model-a", "model-b", "model-c"]
+
+
+def _multi_config(folder: Path, name: str, **kw: Any) -> RunConfig:
+    base: dict[str, Any] = dict(
+        env="retail,airline",
+        agent_strategy="oracle",
+        user_strategy="scripted",
+        task_ids=[0, 1],
+        num_trials=2,
+        log_dir=str(folder),
+        data_dir=str(DATA_DIR),
+        run_name=name,
+        quiet=True,
+    )
+    base.update(kw)
+    return RunConfig(**base)
+
+
+@pytest.fixture(scope="session")
+def multi(tmp_path_factory: pytest.TempPathFactory) -> MultiRuns:
+    from tau_bench.runner import run
+    from tau_bench.users.scripted import ScriptedUser
+
+    folder = tmp_path_factory.mktemp("multi")
+    oracle = asyncio.run(run(_multi_config(folder, "multi-oracle")))
+    sloppy_plan = prepare_run(_multi_config(folder, "multi-sloppy", model="sloppy/model-v1"))
+    sloppy = asyncio.run(Runner(sloppy_plan, provider=SimpleProvider(SloppyOracle)).run())
+    # An LLM user strategy with a model rotation, played offline by the scripted user:
+    # each record still says which user model the rotation gave it.
+    rotation_plan = prepare_run(
+        _multi_config(folder, "multi-rotation", user_strategy="llm", user_models=ROTATION)
+    )
+    rotation = asyncio.run(Runner(rotation_plan, user_factory=ScriptedUser).run())
+    return MultiRuns(
+        folder=folder,
+        oracle=oracle.plan.log_path,
+        sloppy=sloppy.plan.log_path,
+        rotation=rotation.plan.log_path,
+    )

@@ -1,0 +1,81 @@
+"""Task ids of every kind: plain indices, `domain/N`, other text."""
+
+from __future__ import annotations
+
+import random
+from typing import Any
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from tau_bench.analysis.task_ids import (
+    file_part,
+    ids_text,
+    parse_task_id,
+    qualify,
+    sort_key,
+    sorted_ids,
+    task_domain,
+    task_index,
+)
+
+
+def test_parse() -> None:
+    assert parse_task_id(12) == 12
+    assert parse_task_id("12") == 12 and parse_task_id(" -1 ") == -1
+    assert parse_task_id(12.0) == 12
+    assert parse_task_id("retail/07") == "retail/7"
+    assert parse_task_id(" airline / 3 ") == "airline/3"
+    assert parse_task_id("custom-task") == "custom-task"
+    for bad in (True, 1.5, None, "", "  ", [1]):
+        with pytest.raises(ValueError):
+            parse_task_id(bad)
+
+
+def test_parts() -> None:
+    assert (task_domain("retail/12"), task_index("retail/12")) == ("retail", 12)
+    assert (task_domain(12), task_index(12)) == (None, 12)
+    assert (task_domain("custom"), task_index("custom")) == (None, None)
+    assert qualify(3, "airline") == "airline/3" and qualify("retail/3", "airline") == "retail/3"
+
+
+def test_mixed_ids_sort_by_domain_then_index() -> None:
+    ids: list[Any] = [10, "retail/10", "retail/2", 2, "airline/1", "zeta", "retail/2"]
+    assert sorted_ids(ids) == [2, 10, "zeta", "airline/1", "retail/2", "retail/10"]
+    with pytest.raises(TypeError):
+        sorted(ids)  # why the key exists
+
+
+@given(
+    st.lists(
+        st.one_of(
+            st.integers(-5, 200),
+            st.builds(
+                lambda d, i: f"{d}/{i}", st.sampled_from(["retail", "airline"]), st.integers(0, 200)
+            ),
+            st.text(alphabet="abcxyz-", min_size=1, max_size=6),
+        ),
+        max_size=30,
+    ),
+    st.randoms(use_true_random=False),
+)
+def test_sorting_is_total_and_independent_of_input_order(ids: list, rng: random.Random) -> None:
+    shuffled = list(ids)
+    rng.shuffle(shuffled)
+    assert sorted_ids(ids) == sorted_ids(shuffled)
+    keys = [sort_key(t) for t in sorted_ids(ids)]
+    assert keys == sorted(keys) and len(set(keys)) == len(keys)
+
+
+def test_file_part() -> None:
+    assert file_part("retail/12") == "retail-12"
+    assert file_part(7) == "7"
+    assert file_part("a b/c") == "a_b-c"
+    assert file_part("../..") == "task"
+
+
+def test_ids_text_ranges_within_a_domain() -> None:
+    ids = ["retail/0", "retail/1", "retail/2", "airline/5", 3, 4, "airline/7"]
+    assert ids_text(ids) == "3-4, airline/5, airline/7, retail/0-2"
+    assert ids_text([5, 1, 2, 3, 9]) == "1-3, 5, 9"
