@@ -14,6 +14,7 @@ import tempfile
 from collections.abc import Iterable
 from pathlib import Path
 
+from tau_bench.analysis.task_ids import sort_key
 from tau_bench.results import EpisodeRecord, LogFileError, read_log
 
 
@@ -31,9 +32,8 @@ def task_key(task_id: int | str) -> str:
     return str(int(text)) if text.isdigit() else text
 
 
-def _order(record: EpisodeRecord) -> tuple[int, int, str, int]:
-    tid = record.task_id
-    return (0, tid, "", record.trial) if isinstance(tid, int) else (1, 0, tid, record.trial)
+def _order(record: EpisodeRecord) -> tuple[tuple[str, int, int, str], int]:
+    return (sort_key(record.task_id), record.trial)
 
 
 def ordered(found: Iterable[EpisodeRecord]) -> list[EpisodeRecord]:
