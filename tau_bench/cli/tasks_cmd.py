@@ -134,7 +134,8 @@ def verify(
         status = "[green]OK[/green]" if not failed else f"[red]{len(failed)} FAILED[/red]"
         console.print(
             f"{source}: {len(results) - len(failed)}/{len(results)} tasks score 1.0 "
-            f"({elapsed:.2f} s) {status}"
+            f"({elapsed:.2f} s) {status}",
+            soft_wrap=True,
         )
         for r in failed[:10]:
             for d in r.reward.diff[:5]:
@@ -145,7 +146,8 @@ def verify(
                 )
     if len(envs) > 1:
         console.print(
-            f"all: {passed}/{total} tasks score 1.0 ({time.perf_counter() - overall:.2f} s)"
+            f"all: {passed}/{total} tasks score 1.0 ({time.perf_counter() - overall:.2f} s)",
+            soft_wrap=True,
         )
     if passed != total:
         raise typer.Exit(1)
