@@ -16,8 +16,9 @@ import asyncio
 import json
 import time
 import traceback
+from collections.abc import Awaitable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, TypeVar
 
 from tau_adapters.protocol import (
     STOP_TOKEN,
@@ -25,6 +26,7 @@ from tau_adapters.protocol import (
     AgentAdapter,
     AgentTurn,
     SessionContext,
+    ToolCall,
     ToolExecutor,
     ToolResult,
     ToolResults,
@@ -34,6 +36,7 @@ from tau_adapters.protocol import (
 )
 
 DEFAULT_MAX_STEPS = 30
+T = TypeVar("T")
 
 
 @dataclass
@@ -116,6 +119,28 @@ def _json_args(arguments: Any) -> str:
         return json.dumps(str(arguments))
 
 
+class _EpisodeFailed(Exception):
+    """Internal: an adapter or user call failed; carries the typed error."""
+
+    def __init__(self, error: EpisodeError) -> None:
+        super().__init__(error.message)
+        self.error = error
+
+
+async def _guarded(source: str, awaitable: Awaitable[T]) -> T:
+    """Await a call into the agent or the user; failures become `_EpisodeFailed`."""
+    try:
+        return await awaitable
+    except asyncio.CancelledError:
+        raise
+    except Exception as exc:
+        raise _EpisodeFailed(_error_from(exc, source)) from exc
+
+
+def _is_error_observation(observation: str) -> bool:
+    return observation.startswith("Error:") or observation.startswith("Unknown action")
+
+
 async def run_episode(
     adapter: AgentAdapter,
     executor: ToolExecutor,
@@ -130,144 +155,61 @@ async def run_episode(
     """Run one conversation to its end and return its trajectory."""
     result = EpisodeResult()
     started = time.perf_counter()
-    messages = result.messages
     if session.policy:
-        messages.append({"role": "system", "content": session.policy})
+        result.messages.append({"role": "system", "content": session.policy})
     started_adapter = False
     try:
-        try:
-            t0 = time.perf_counter()
-            user_text = await user.start(instruction)
-            result.turns.append(TurnRecord("user", time.perf_counter() - t0))
-        except asyncio.CancelledError:
-            raise
-        except Exception as exc:
-            result.error = _error_from(exc, "user")
-            result.stop_reason = "error"
-            return result
-        result.user_turns = 1
-        messages.append({"role": "user", "content": user_text})
-        try:
-            await adapter.start(session)
-            started_adapter = True
-        except asyncio.CancelledError:
-            raise
-        except Exception as exc:
-            result.error = _error_from(exc, "agent")
-            result.stop_reason = "error"
-            return result
+        user_text = await _timed_user_turn(result, user.start(instruction))
+        await _guarded("agent", adapter.start(session))
+        started_adapter = True
         if STOP_TOKEN in user_text:
             result.stop_reason = "user_stop"
             return result
         pending: UserTurn | ToolResults = UserTurn(user_text)
         while True:
-            try:
-                t0 = time.perf_counter()
-                turn: AgentTurn = await adapter.send(pending)
-                latency = time.perf_counter() - t0
-            except asyncio.CancelledError:
-                raise
-            except Exception as exc:
-                result.error = _error_from(exc, "agent")
-                result.stop_reason = "error"
-                return result
-            result.agent_usage.add(turn.usage)
-            result.turns.append(
-                TurnRecord(
-                    "agent",
-                    latency,
-                    input_kind="user" if isinstance(pending, UserTurn) else "tool_results",
-                    raw=list(turn.raw),
-                    usage=turn.usage.to_dict() if turn.usage else None,
-                    extra=dict(turn.extra),
-                )
-            )
+            t0 = time.perf_counter()
+            turn: AgentTurn = await _guarded("agent", adapter.send(pending))
+            _record_agent_turn(result, turn, pending, time.perf_counter() - t0)
             calls = list(turn.tool_calls)
             if max_tool_calls_per_turn is not None and len(calls) > max_tool_calls_per_turn:
                 result.dropped_tool_calls += len(calls) - max_tool_calls_per_turn
                 calls = calls[:max_tool_calls_per_turn]
             text = turn.text
             if calls:
-                assistant: dict[str, Any] = {
-                    "role": "assistant",
-                    "content": text or None,
-                    "tool_calls": [
-                        {
-                            "id": c.id,
-                            "type": "function",
-                            "function": {"name": c.name, "arguments": _json_args(c.arguments)},
-                        }
-                        for c in calls
-                    ],
-                }
-                messages.append(assistant)
-                if text:
-                    executor.respond(text)
-                results: list[ToolResult] = []
-                terminated = False
-                for call in calls:
-                    if result.steps >= max_steps:
-                        break
-                    observation = executor.execute(call.name, call.arguments)
-                    result.steps += 1
-                    is_error = observation.startswith("Error:") or observation.startswith(
-                        "Unknown action"
-                    )
-                    results.append(ToolResult(call.id, call.name, observation, is_error))
-                    messages.append(
-                        {
-                            "role": "tool",
-                            "tool_call_id": call.id,
-                            "name": call.name,
-                            "content": observation,
-                        }
-                    )
-                    if executor.is_terminate(call.name):
-                        terminated = True
-                        break
+                results, terminated = _run_tool_calls(result, executor, calls, text, max_steps)
                 if terminated:
                     result.stop_reason = "terminate_tool"
-                    return result
-                if result.steps >= max_steps:
+                elif result.steps >= max_steps:
                     result.stop_reason = "max_steps"
-                    return result
-                if turn.end_conversation or turn.handoff:
+                elif turn.end_conversation or turn.handoff:
                     result.stop_reason = "agent_handoff" if turn.handoff else "agent_end"
-                    return result
-                pending = ToolResults(results)
-                continue
+                else:
+                    pending = ToolResults(results)
+                    continue
+                return result
             # No tool calls: the text goes to the user.
-            messages.append({"role": "assistant", "content": text})
+            result.messages.append({"role": "assistant", "content": text})
             executor.respond(text)
             result.steps += 1
             if turn.handoff:
                 result.stop_reason = "agent_handoff"
-                return result
-            if turn.end_conversation:
+            elif turn.end_conversation:
                 result.stop_reason = "agent_end"
-                return result
-            if result.steps >= max_steps:
+            elif result.steps >= max_steps:
                 result.stop_reason = "max_steps"
-                return result
-            if max_user_turns is not None and result.user_turns >= max_user_turns:
+            elif max_user_turns is not None and result.user_turns >= max_user_turns:
                 result.stop_reason = "max_user_turns"
-                return result
-            try:
-                t0 = time.perf_counter()
-                user_text = await user.reply(text)
-                result.turns.append(TurnRecord("user", time.perf_counter() - t0))
-            except asyncio.CancelledError:
-                raise
-            except Exception as exc:
-                result.error = _error_from(exc, "user")
-                result.stop_reason = "error"
-                return result
-            result.user_turns += 1
-            messages.append({"role": "user", "content": user_text})
-            if STOP_TOKEN in user_text:
+            else:
+                user_text = await _timed_user_turn(result, user.reply(text))
+                if STOP_TOKEN not in user_text:
+                    pending = UserTurn(user_text)
+                    continue
                 result.stop_reason = "user_stop"
-                return result
-            pending = UserTurn(user_text)
+            return result
+    except _EpisodeFailed as failed:
+        result.error = failed.error
+        result.stop_reason = "error"
+        return result
     finally:
         result.user_usage = _usage_of(user)
         result.duration = time.perf_counter() - started
@@ -279,6 +221,72 @@ async def run_episode(
             except Exception as exc:
                 # The conversation is over and scored; a failed close is only reported.
                 result.warnings.append(f"adapter close failed: {type(exc).__name__}: {exc}")
+
+
+async def _timed_user_turn(result: EpisodeResult, call: Awaitable[str]) -> str:
+    t0 = time.perf_counter()
+    text = await _guarded("user", call)
+    result.turns.append(TurnRecord("user", time.perf_counter() - t0))
+    result.user_turns += 1
+    result.messages.append({"role": "user", "content": text})
+    return text
+
+
+def _record_agent_turn(
+    result: EpisodeResult, turn: AgentTurn, pending: UserTurn | ToolResults, latency: float
+) -> None:
+    result.agent_usage.add(turn.usage)
+    result.turns.append(
+        TurnRecord(
+            "agent",
+            latency,
+            input_kind="user" if isinstance(pending, UserTurn) else "tool_results",
+            raw=list(turn.raw),
+            usage=turn.usage.to_dict() if turn.usage else None,
+            extra=dict(turn.extra),
+        )
+    )
+
+
+def _run_tool_calls(
+    result: EpisodeResult,
+    executor: ToolExecutor,
+    calls: list[ToolCall],
+    text: str,
+    max_steps: int,
+) -> tuple[list[ToolResult], bool]:
+    """Execute a turn's calls in order; returns the results and whether one terminated."""
+    result.messages.append(
+        {
+            "role": "assistant",
+            "content": text or None,
+            "tool_calls": [
+                {
+                    "id": c.id,
+                    "type": "function",
+                    "function": {"name": c.name, "arguments": _json_args(c.arguments)},
+                }
+                for c in calls
+            ],
+        }
+    )
+    if text:
+        executor.respond(text)
+    results: list[ToolResult] = []
+    for call in calls:
+        if result.steps >= max_steps:
+            break
+        observation = executor.execute(call.name, call.arguments)
+        result.steps += 1
+        results.append(
+            ToolResult(call.id, call.name, observation, _is_error_observation(observation))
+        )
+        result.messages.append(
+            {"role": "tool", "tool_call_id": call.id, "name": call.name, "content": observation}
+        )
+        if executor.is_terminate(call.name):
+            return results, True
+    return results, False
 
 
 def _usage_of(user: UserSimulator) -> Usage:
