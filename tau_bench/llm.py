@@ -299,7 +299,7 @@ def _semaphore(provider: str) -> asyncio.Semaphore | None:
 
 # ---------------------------------------------------------------------------- clients
 
-SHARD_CALLS = 8
+SHARD_CALLS = 4
 """Concurrent calls one httpx client carries before its pool opens another client.
 
 httpcore's connection pool scans all of a client's connections on every request and
@@ -347,15 +347,15 @@ class _ClientPool:
         self.handlers: list[Any] = []
         self.load: list[int] = []
 
-    def acquire(self) -> int:
-        """The index of the least-loaded client; a new one when every client is full."""
+    def acquire(self) -> tuple[int, Any]:
+        """The least-loaded client and its index; a new one when every client is full."""
         best = min(range(len(self.load)), key=self.load.__getitem__, default=-1)
         if best < 0 or self.load[best] >= SHARD_CALLS:
             self.handlers.append(_new_handler(self.timeout))
             self.load.append(0)
             best = len(self.load) - 1
         self.load[best] += 1
-        return best
+        return best, self.handlers[best]
 
     def release(self, index: int) -> None:
         if index < len(self.load):  # the pool may have been closed meanwhile
@@ -438,6 +438,12 @@ def missing_key(config: LLMConfig, provider: str) -> list[str]:
     litellm = _litellm()
     if getattr(litellm, "api_key", None) or getattr(litellm, f"{provider}_key", None):
         return []
+    if provider == "openai" and (
+        getattr(litellm, "api_base", None)
+        or os.environ.get("OPENAI_BASE_URL")
+        or os.environ.get("OPENAI_API_BASE")
+    ):
+        return []  # an OpenAI-compatible server named by the environment
     model = config.model
     if config.provider and not model.startswith(f"{config.provider}/"):
         model = f"{config.provider}/{model}"
@@ -677,9 +683,9 @@ async def complete(
     async def send() -> Any:
         if pool is None:
             return await litellm.acompletion(**kwargs)
-        slot = pool.acquire()
+        slot, client = pool.acquire()
         try:
-            return await litellm.acompletion(**kwargs, client=pool.handlers[slot])
+            return await litellm.acompletion(**kwargs, client=client)
         finally:
             pool.release(slot)
 

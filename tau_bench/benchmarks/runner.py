@@ -27,12 +27,14 @@ import io
 import json
 import math
 import os
+import statistics
 import subprocess
 import sys
 import tempfile
 import threading
 import time
 from collections.abc import Iterator
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -277,7 +279,12 @@ class RawAgent:
         else:
             for r in turn.results:
                 self.messages.append(
-                    {"role": "tool", "tool_call_id": r.call_id, "name": r.name, "content": r.content}
+                    {
+                        "role": "tool",
+                        "tool_call_id": r.call_id,
+                        "name": r.name,
+                        "content": r.content,
+                    }
                 )
         body = {"model": "raw-agent", "messages": self.messages, "tools": self.tools}
         message = await self.stack.post(self.conn, body)
@@ -385,45 +392,47 @@ def _progress_observer() -> Any:
     return RichProgress(console, enabled=True)
 
 
-def _run_level(
-    server: MockServer,
-    concurrency: int,
-    episodes: int,
-    latency: float,
-    env: str,
-    data_dir: str | None,
-    workdir: Path,
-    stack: str = "litellm",
-    model: str = DEFAULT_MODEL,
-    progress: bool = False,
-) -> dict[str, Any]:
+@dataclass(frozen=True)
+class Setup:
+    """What every measured run shares: the mock server, the domain, where files go."""
+
+    base: str
+    env: str = "airline"
+    data_dir: str | None = None
+    workdir: str = "."
+    model: str = DEFAULT_MODEL
+    progress: bool = False
+
+
+def _measure(setup: Setup, stack: str, concurrency: int, episodes: int) -> dict[str, Any]:
+    """Run `episodes` episodes at `concurrency` in this process; wall, CPU and memory."""
     from tau_bench.config import RunConfig
     from tau_bench.llm import aclose_clients, client_counts
     from tau_bench.runner import Runner, prepare_run
 
-    api_base = f"{server.base}/v1"
+    api_base = f"{setup.base}/v1"
     config = RunConfig(
-        env=env,
+        env=setup.env,
         agent_strategy="tool-calling",
-        model=model,
+        model=setup.model,
         api_base=api_base,
         user_strategy="llm",
-        user_model=model,
+        user_model=setup.model,
         user_api_base=api_base,
-        tasks_file=str(_tasks_file(workdir, env, data_dir, episodes)),
+        tasks_file=str(_tasks_file(Path(setup.workdir), setup.env, setup.data_dir, episodes)),
         max_concurrency=concurrency,
-        data_dir=data_dir,
-        log_dir=str(workdir),
-        run_name=f"bench_{stack}_c{concurrency}_n{episodes}_{time.monotonic_ns()}",
+        data_dir=setup.data_dir,
+        log_dir=setup.workdir,
+        run_name=f"bench_{stack}_c{concurrency}_n{episodes}_{os.getpid()}_{time.monotonic_ns()}",
         quiet=True,
     )
     plan = prepare_run(config)
-    observer = _progress_observer() if progress else None
+    observer = _progress_observer() if setup.progress else None
     clients: dict[str, int] = {}
 
     async def go() -> Any:
         if stack == "raw":
-            raw = RawStack(server.base)
+            raw = RawStack(setup.base)
             runner = Runner(plan, observer, provider=raw.provider(), user_factory=raw.user)
         else:
             runner = Runner(plan, observer)
@@ -433,23 +442,111 @@ def _run_level(
             clients.update(client_counts())
             await aclose_clients()
 
-    before = server.stats()
-    server_cpu0 = server.cpu_seconds()
     with _openai_route(stack), PeakRSS() as rss:
         cpu0 = time.process_time()
         t0 = time.perf_counter()
         outcome = asyncio.run(go())
         wall = time.perf_counter() - t0
         cpu = time.process_time() - cpu0
+    summary = outcome.summary
+    return {
+        "wall_s": wall,
+        "cpu_s": cpu,
+        "peak_rss_mb": rss.peak / 2**20,
+        "http_clients": sum(clients.values()),
+        "agent_turn_p50_s": summary["latency"]["agent_turn"]["p50"],
+        "agent_turn_p95_s": summary["latency"]["agent_turn"]["p95"],
+        "errors": summary["errors"],
+        "error_kinds": summary["error_kinds"],
+        "avg_reward": summary["avg_reward"],
+    }
+
+
+def _split(total: int, parts: int) -> list[int]:
+    return [total // parts + (1 if i < total % parts else 0) for i in range(parts)]
+
+
+def _worker(
+    setup: Setup, stack: str, concurrency: int, episodes: int, ready: Any, start: Any, out: Any
+) -> None:
+    """One process of a multi-process level: warm up, wait for the start, run, report."""
+    try:
+        _measure(setup, stack, 1, 1)
+        ready.put(None)
+        start.wait()
+        out.put(_measure(setup, stack, concurrency, episodes))
+    except BaseException as exc:
+        ready.put(f"{type(exc).__name__}: {exc}")
+        out.put({"error": f"{type(exc).__name__}: {exc}"})
+        raise
+
+
+def _measure_in_processes(
+    server: MockServer, setup: Setup, stack: str, concurrency: int, episodes: int, processes: int
+) -> tuple[list[dict[str, Any]], float, dict[str, int], float]:
+    """The level split evenly over `processes` spawned workers started together (what a
+    multi-process runner would get); the wall time runs from the common start. Returns
+    the workers' figures, the wall time, and the server's stats and CPU at the start."""
+    import multiprocessing
+
+    ctx = multiprocessing.get_context("spawn")
+    ready, out, start = ctx.Queue(), ctx.Queue(), ctx.Event()
+    shares = zip(_split(concurrency, processes), _split(episodes, processes), strict=True)
+    procs = [
+        ctx.Process(target=_worker, args=(setup, stack, c, n, ready, start, out), daemon=True)
+        for c, n in shares
+    ]
+    for proc in procs:
+        proc.start()
+    try:
+        for _ in procs:
+            problem = ready.get(timeout=600)
+            if problem is not None:
+                raise RuntimeError(f"benchmark worker failed to start: {problem}")
+        before, server_cpu0 = server.stats(), server.cpu_seconds()  # after the warm-ups
+        t0 = time.perf_counter()
+        start.set()
+        parts = [out.get(timeout=3600) for _ in procs]
+        wall = time.perf_counter() - t0
+    finally:
+        for proc in procs:
+            proc.join(timeout=30)
+            if proc.is_alive():
+                proc.terminate()
+    failed = [p["error"] for p in parts if "error" in p]
+    if failed:
+        raise RuntimeError(f"benchmark worker failed: {failed[0]}")
+    return parts, wall, before, server_cpu0
+
+
+def _run_level(
+    server: MockServer,
+    setup: Setup,
+    stack: str,
+    concurrency: int,
+    episodes: int,
+    latency: float,
+    processes: int = 1,
+) -> dict[str, Any]:
+    if processes == 1:
+        before, server_cpu0 = server.stats(), server.cpu_seconds()
+        parts = [_measure(setup, stack, concurrency, episodes)]
+        wall = parts[0]["wall_s"]
+    else:
+        parts, wall, before, server_cpu0 = _measure_in_processes(
+            server, setup, stack, concurrency, episodes, processes
+        )
     server_cpu = server.cpu_seconds() - server_cpu0
     after = server.stats()
     calls = after["requests"] - before["requests"]
-    per_episode = calls / episodes if episodes else 0.0
+    per_episode = calls / episodes
     bound = per_episode * latency * episodes / concurrency
     waves = math.ceil(episodes / concurrency) * per_episode * latency
-    summary = outcome.summary
+    cpu = sum(p["cpu_s"] for p in parts)
+    label = stack + ("+progress" if setup.progress else "")
     return {
-        "stack": stack + ("+progress" if progress else ""),
+        "stack": label + (f" x{processes} proc" if processes > 1 else ""),
+        "processes": processes,
         "concurrency": concurrency,
         "episodes": episodes,
         "calls": calls,
@@ -464,13 +561,13 @@ def _run_level(
         "calls_per_s": calls / wall if wall else None,
         "server_cpu_s": server_cpu,
         "connections": after["connections"] - before["connections"],
-        "http_clients": sum(clients.values()),
-        "peak_rss_mb": rss.peak / 2**20,
-        "agent_turn_p50_s": summary["latency"]["agent_turn"]["p50"],
-        "agent_turn_p95_s": summary["latency"]["agent_turn"]["p95"],
-        "errors": summary["errors"],
-        "error_kinds": summary["error_kinds"],
-        "avg_reward": summary["avg_reward"],
+        "http_clients": sum(p["http_clients"] for p in parts),
+        "peak_rss_mb": sum(p["peak_rss_mb"] for p in parts),
+        "agent_turn_p50_s": statistics.median(p["agent_turn_p50_s"] for p in parts),
+        "agent_turn_p95_s": max(p["agent_turn_p95_s"] for p in parts),
+        "errors": sum(p["errors"] for p in parts),
+        "error_kinds": [p["error_kinds"] for p in parts],
+        "avg_reward": statistics.fmean(p["avg_reward"] for p in parts),
     }
 
 
@@ -482,17 +579,22 @@ def run_runner_benchmark(
     stacks: tuple[str, ...] = STACKS,
     model: str = DEFAULT_MODEL,
     progress: bool = False,
+    processes: int = 1,
 ) -> list[dict[str, Any]]:
     """One row per stack and (concurrency, episodes) level; see the module docstring.
 
     Stacks (`ALL_STACKS`): "litellm" is the real tool-calling agent and LLM user (the
     number that matters); "litellm-sdk" the same through litellm's openai-SDK route and
     default clients; "raw" swaps both for bare asyncio clients to isolate the runner's
-    overhead. A one-episode warm-up per stack (imports, connections) is not measured.
+    overhead. `processes` > 1 splits every level evenly over that many processes started
+    together. A one-episode warm-up per stack (imports, connections) is not measured.
     """
     unknown = [s for s in stacks if s not in ALL_STACKS]
     if unknown:
         raise ValueError(f"unknown stack(s) {unknown}; choose from {', '.join(ALL_STACKS)}")
+    levels = levels or DEFAULT_LEVELS
+    if processes < 1 or any(min(c, n) < processes for c, n in levels):
+        raise ValueError("every level needs at least one episode and one slot per process")
     os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
     if "litellm-sdk" in stacks:  # the openai SDK insists on a key; the mock server ignores it
         os.environ.setdefault("OPENAI_API_KEY", "mock-server-needs-no-key")
@@ -500,24 +602,14 @@ def run_runner_benchmark(
     rows = []
     try:
         with tempfile.TemporaryDirectory(prefix="runner-bench-") as tmp:
-            work = Path(tmp)
+            setup = Setup(server.base, env, data_dir, tmp, model, progress)
             for stack in stacks:
-                _run_level(server, 1, 1, latency, env, data_dir, work, stack, model)
-                for concurrency, episodes in levels or DEFAULT_LEVELS:
-                    rows.append(
-                        _run_level(
-                            server,
-                            concurrency,
-                            episodes,
-                            latency,
-                            env,
-                            data_dir,
-                            work,
-                            stack,
-                            model,
-                            progress,
-                        )
+                _measure(setup, stack, 1, 1)  # warm-up: imports, first connections
+                for concurrency, episodes in levels:
+                    row = _run_level(
+                        server, setup, stack, concurrency, episodes, latency, processes
                     )
+                    rows.append(row)
     finally:
         server.stop()
     return rows
@@ -538,7 +630,10 @@ COLUMNS = (
     ("calls/s", lambda r: f"{r['calls_per_s']:.0f}"),
     ("server CPU s", lambda r: f"{r['server_cpu_s']:.2f}"),
     ("conns", lambda r: str(r["connections"])),
-    ("turn p50/p95 ms", lambda r: f"{r['agent_turn_p50_s'] * 1000:.0f}/{r['agent_turn_p95_s'] * 1000:.0f}"),
+    (
+        "turn p50/p95 ms",
+        lambda r: f"{r['agent_turn_p50_s'] * 1000:.0f}/{r['agent_turn_p95_s'] * 1000:.0f}",
+    ),
     ("peak RSS MB", lambda r: f"{r['peak_rss_mb']:.0f}"),
     ("errors", lambda r: str(r["errors"])),
 )
@@ -571,7 +666,10 @@ def parse_levels(text: str) -> list[tuple[int, int]]:
     out = []
     for part in text.split(","):
         c, _, n = part.strip().partition(":")
-        concurrency, episodes = int(c), int(n or 500)
+        try:
+            concurrency, episodes = int(c), int(n or 500)
+        except ValueError:
+            raise ValueError(f"bad level {part!r}: expected concurrency:episodes") from None
         if concurrency < 1 or episodes < 1:
             raise ValueError(f"bad level {part!r}: concurrency and episodes must be >= 1")
         out.append((concurrency, episodes))
@@ -597,6 +695,9 @@ def main(argv: list[str] | None = None) -> int:
         + "; ".join(f"{k}: {v}" for k, v in STACK_HELP.items()),
     )
     parser.add_argument("--progress", action="store_true", help="attach the CLI progress bar")
+    parser.add_argument(
+        "--processes", type=int, default=1, help="split every level over N processes"
+    )
     parser.add_argument("--data-dir")
     parser.add_argument("--json", help="also write the rows as JSON to this file")
     parser.add_argument("--markdown", action="store_true", help="also print a Markdown table")
@@ -612,9 +713,19 @@ def main(argv: list[str] | None = None) -> int:
     if args.episodes:
         levels = [(c, args.episodes) for c, _ in levels]
     stacks = {"both": STACKS, "all": ALL_STACKS}.get(args.stack, (args.stack,))
-    rows = run_runner_benchmark(
-        levels, args.latency, args.env, args.data_dir, stacks, args.model, args.progress
-    )
+    try:
+        rows = run_runner_benchmark(
+            levels,
+            args.latency,
+            args.env,
+            args.data_dir,
+            stacks,
+            args.model,
+            args.progress,
+            args.processes,
+        )
+    except ValueError as exc:
+        parser.error(str(exc))
     from rich.console import Console
 
     console = Console(width=200)

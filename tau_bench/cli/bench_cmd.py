@@ -36,3 +36,60 @@ def core(
     console.print(f"machine: {_machine()}")
     if json_out:
         json_out.write_text(json.dumps(results, indent=2))
+
+
+@app.command("runner")
+def runner(
+    levels: str = typer.Option(
+        "1:20,50:500,200:500", help="concurrency:episodes pairs, comma separated."
+    ),
+    episodes: int | None = typer.Option(None, help="Episodes at every level (overrides)."),
+    latency: float = typer.Option(0.2, help="Seconds the mock server takes per model call."),
+    env: str = typer.Option("airline", help="Domain of the (scripted) episodes."),
+    stack: str = typer.Option(
+        "both", help="litellm | litellm-sdk | raw, or both (litellm, raw) or all."
+    ),
+    model: str = typer.Option("openai/gpt-4o-mini", help="Model name sent (and priced)."),
+    progress: bool = typer.Option(False, help="Attach the CLI's progress bar to every run."),
+    processes: int = typer.Option(1, help="Split every level over N processes started together."),
+    data_dir: Path | None = typer.Option(None, "--data-dir", help="τ-bench data directory."),
+    json_out: Path | None = typer.Option(None, "--json", help="Also write the rows as JSON."),
+    markdown: bool = typer.Option(False, help="Also print the table as Markdown."),
+) -> None:
+    """`tau run` against a mock OpenAI server: wall time vs the latency bound, CPU, RSS."""
+    from rich.console import Console
+
+    from tau_bench.benchmarks import runner as bench
+    from tau_bench.cli.errors import fail
+    from tau_bench.data.paths import resolve_data_dir
+
+    try:
+        import psutil  # noqa: F401  (CPU and memory of the processes measured)
+    except ImportError:
+        fail("tau bench runner needs psutil: pip install psutil (it is in the dev extras)")
+    try:
+        pairs = bench.parse_levels(levels)
+    except ValueError as exc:
+        fail(f"--levels: {exc}")
+    if episodes is not None:
+        if episodes < 1:
+            fail("--episodes must be at least 1")
+        pairs = [(c, episodes) for c, _ in pairs]
+    stacks = {"both": bench.STACKS, "all": bench.ALL_STACKS}.get(stack, (stack,))
+    if any(s not in bench.ALL_STACKS for s in stacks):
+        fail(f"unknown --stack {stack!r}: choose litellm, litellm-sdk, raw, both or all")
+    if latency <= 0:
+        fail("--latency must be positive")
+    if processes < 1 or any(min(c, n) < processes for c, n in pairs):
+        fail("--processes must be at least 1 and at most every level's concurrency and episodes")
+    root = resolve_data_dir(data_dir)
+    rows = bench.run_runner_benchmark(
+        pairs, latency, env, str(root), stacks, model=model, progress=progress, processes=processes
+    )
+    console = Console(width=200)
+    console.print(bench.render(rows, latency))
+    console.print(f"machine: {_machine()}")
+    if markdown:
+        print(bench.markdown(rows))
+    if json_out:
+        json_out.write_text(json.dumps(rows, indent=2))

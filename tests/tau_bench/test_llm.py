@@ -58,6 +58,7 @@ async def test_shapes_usage_and_cost(fake_llm: FakeLLM, model: str, provider: st
     assert usage.prompt_tokens == max(1, len(json.dumps(request.body)) // 4)
     assert usage.completion_tokens == max(1, len("HELLO THERE[]") // 4)
     assert usage.cost > 0
+    assert llm.client_counts() == {provider: 1}  # litellm was handed our pooled client
     if provider == "openai":
         import litellm
 
@@ -314,3 +315,163 @@ def test_litellm_never_fetches_its_price_map() -> None:
     import os
 
     assert os.environ["LITELLM_LOCAL_MODEL_COST_MAP"] == "True"
+
+
+# ---------------------------------------------------------------------------- API keys
+
+
+@pytest.mark.parametrize(
+    ("model", "variable"),
+    [
+        ("openai/gpt-4o", "OPENAI_API_KEY"),
+        ("gpt-4o", "OPENAI_API_KEY"),
+        ("anthropic/claude-sonnet-4-5", "ANTHROPIC_API_KEY"),
+        ("gemini/gemini-2.5-flash", "GEMINI_API_KEY"),
+    ],
+)
+async def test_a_missing_api_key_fails_fast_as_an_auth_error(
+    fake_llm: FakeLLM, monkeypatch: pytest.MonkeyPatch, model: str, variable: str
+) -> None:
+    for name in (*TEST_KEYS, "GOOGLE_API_KEY", "ANTHROPIC_AUTH_TOKEN"):
+        monkeypatch.delenv(name, raising=False)
+    with pytest.raises(LLMAuthError) as caught:
+        await complete(LLMConfig(model=model), HELLO)
+
+    error = caught.value
+    assert fake_llm.requests == []  # nothing was sent, nothing retried
+    assert error.kind == "auth_error" and error.retryable is False and error.retries == []
+    assert f"no API key: set {variable}" in str(error) or variable in str(error)
+    assert "after" not in str(error)
+
+
+async def test_a_key_in_llm_extra_or_a_custom_api_base_needs_no_environment_key(
+    fake_llm: FakeLLM, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.delenv("OPENAI_API_KEY")
+    fake_llm.brain = _echo
+    own_key = "sk-own-key-from-options-1234"
+    completion = await complete(LLMConfig(model="openai/gpt-4o", extra={"api_key": own_key}), HELLO)
+    assert completion.content == "HELLO THERE"
+    assert fake_llm.requests[0].headers["authorization"] == f"Bearer {own_key}"
+
+    local = LLMConfig(model="openai/my-llama", api_base="http://127.0.0.1:8000/v1")
+    assert (await complete(local, HELLO)).content == "HELLO THERE"  # a keyless local server
+
+    monkeypatch.setenv("OPENAI_BASE_URL", "http://127.0.0.1:8001/v1")  # named by the env
+    assert (await complete(LLMConfig(model="openai/my-llama"), HELLO)).content == "HELLO THERE"
+    assert fake_llm.requests[-1].url == "http://127.0.0.1:8001/v1/chat/completions"
+
+
+@pytest.mark.parametrize(
+    "message",
+    [
+        "InternalServerError: OpenAIException - Missing credentials. Please pass an `api_key`",
+        "Missing Gemini API key. Set the GEMINI_API_KEY or GOOGLE_API_KEY environment variable.",
+        "The api_key client option must be set either by passing api_key to the client",
+    ],
+)
+def test_missing_credential_errors_are_auth_errors_not_retried(message: str) -> None:
+    import litellm
+
+    exc = litellm.InternalServerError(message=message, llm_provider="openai", model="gpt-4o")
+    assert llm.classify(exc) == (LLMAuthError, False)
+    assert llm.classify(RuntimeError("connection reset by peer"))[0] is not LLMAuthError
+
+
+# ---------------------------------------------------------------------------- cost
+
+
+class _Priced:
+    def __init__(self, hidden: dict[str, Any]) -> None:
+        self._hidden_params = hidden
+
+
+def test_cost_reuses_what_litellm_computed() -> None:
+    import litellm
+
+    assert llm._cost(litellm, _Priced({"response_cost": 0.25})) == 0.25
+    assert llm._cost(litellm, _Priced({"response_cost": None})) == 0.0  # unpriced model
+    assert llm._cost(litellm, object()) == 0.0  # nothing to price: 0, no crash
+
+
+# ---------------------------------------------------------------------------- clients
+
+
+class HeldServer:
+    """An OpenAI-compatible server on 127.0.0.1 (an ephemeral port) that answers a round
+    of `size` requests only once all of them have arrived, and counts connections."""
+
+    def __init__(self) -> None:
+        self.size = 1
+        self.arrived = 0
+        self.connections = 0
+        self.gate = asyncio.Event()
+        self.server: asyncio.Server | None = None
+        body = _ok_response().content
+        self.reply = (
+            b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\n"
+            + f"Content-Length: {len(body)}\r\n\r\n".encode()
+            + body
+        )
+
+    async def start(self) -> str:
+        self.server = await asyncio.start_server(self._handle, "127.0.0.1", 0)
+        return f"http://127.0.0.1:{self.server.sockets[0].getsockname()[1]}/v1"
+
+    async def _handle(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        self.connections += 1
+        try:
+            while True:
+                try:
+                    head = await reader.readuntil(b"\r\n\r\n")
+                except (asyncio.IncompleteReadError, ConnectionError):
+                    return
+                length = 0
+                for line in head.split(b"\r\n")[1:]:
+                    name, _, value = line.partition(b":")
+                    if name.strip().lower() == b"content-length":
+                        length = int(value)
+                await reader.readexactly(length)
+                gate = self.gate
+                self.arrived += 1
+                if self.arrived == self.size:
+                    self.arrived, self.gate = 0, asyncio.Event()
+                    gate.set()
+                await gate.wait()
+                writer.write(self.reply)
+        finally:
+            writer.close()
+
+    def close(self) -> None:
+        if self.server is not None:
+            self.server.close()
+
+
+async def test_concurrent_calls_keep_their_connections_alive(llm_env: None) -> None:
+    """24 calls at once, three times: 24 connections in all (litellm's default client
+    keeps at most 20 idle and reopens the rest on every round), spread over clients of
+    `SHARD_CALLS` calls each, closed by `aclose_clients`."""
+    server = HeldServer()
+    config = LLMConfig(model="openai/local-model", api_base=await server.start(), max_attempts=1)
+    try:
+        assert (await complete(config, HELLO)).content == "ok"
+        for _ in range(3):
+            server.size = 24
+            results = await asyncio.gather(*(complete(config, HELLO) for _ in range(24)))
+            assert [r.content for r in results] == ["ok"] * 24
+        assert server.connections == 24
+        assert llm.client_counts() == {"openai": 24 // llm.SHARD_CALLS}
+    finally:
+        await llm.aclose_clients()
+        server.close()
+    assert llm.client_counts() == {}
+
+
+async def test_the_openai_sdk_route_still_works(
+    fake_llm: FakeLLM, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv(llm.OPENAI_HANDLER_ENV, "False")
+    fake_llm.brain = _echo
+    completion = await complete(LLMConfig(model="openai/gpt-4o"), HELLO)
+    assert completion.content == "HELLO THERE" and completion.usage.cost > 0
+    assert llm.client_counts() == {}  # litellm's own clients, not ours
