@@ -477,8 +477,30 @@ def _execute(cfg: RunConfig) -> None:
             f"{summary['errors']} episode(s) failed with errors (not scored); "
             f"re-run them with: tau run --resume {plan.log_path}"
         )
+        for line in _error_examples(outcome.records):
+            _note(line)
         if not summary["episodes_scored"]:
             raise SystemExit(1)  # nothing could be scored: let scripts notice
+
+
+def _error_examples(records: Any, limit: int = 3) -> list[str]:
+    """One line per distinct error (kind and message), most frequent first."""
+    from collections import Counter
+
+    counts: Counter[tuple[str, str, str]] = Counter()
+    for record in records:
+        error = getattr(record, "error", None)
+        if error:
+            counts[
+                (error.get("source", "?"), error.get("kind", "?"), error.get("message", ""))
+            ] += 1
+    lines = []
+    for (source, kind, message), n in counts.most_common(limit):
+        short = message if len(message) <= 300 else message[:297] + "..."
+        lines.append(f"  {n} x {source} {kind}: {short}")
+    if len(counts) > limit:
+        lines.append(f"  ... and {len(counts) - limit} other error(s): see the results log")
+    return lines
 
 
 class RichProgress:

@@ -368,6 +368,8 @@ def test_exit_1_when_nothing_could_be_scored(tmp_path):
     assert result.exit_code == 1, result.output
     assert "1 episode(s) failed with errors" in result.output
     assert f"tau run --resume {tmp_path / 'down.jsonl'}" in result.output
+    # the user sees why, not only that it failed
+    assert "1 x agent adapter_error: service unavailable" in result.output
 
 
 def test_output_format_mt_bench_writes_both(tmp_path):
