@@ -56,6 +56,7 @@ _NOT_RESULT_FIELDS = frozenset(
         "task_ids",
         "shuffle",
         "max_concurrency",
+        "workers",
         "log_dir",
         "resume",
         "provider_limits",
@@ -107,6 +108,7 @@ class RunConfig(BaseModel):
     tasks_file: str | None = None
     num_trials: int = Field(default=1, ge=1)
     max_concurrency: int = Field(default=1, ge=1)
+    workers: int = Field(default=1, ge=1)
     seed: int = 10
     shuffle: int = 0
     log_dir: str = "results"

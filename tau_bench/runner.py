@@ -7,7 +7,9 @@ the agent provider once, runs the pending (task, trial) pairs on at most
 `tau_bench.llm`, and live episodes of a hosted agent named by its strategy),
 appends each finished episode to the log, and at the end - or on cancellation (Ctrl-C) -
 writes the τ-bench results file and the summary from everything finished so far.
-One failing episode is recorded as an error and never stops the others.
+One failing episode is recorded as an error and never stops the others. With
+`workers` > 1 the episodes run in spawned processes that send their records back;
+this process still writes every file (`_WorkerPool`; docs/running.md, "Concurrency").
 
 Per episode, the runner derives a seed from (run seed, task id, trial)
 (`tau_bench.config.episode_seed`) and gives it to the user simulator and, through
@@ -22,6 +24,7 @@ import asyncio
 import contextlib
 import hashlib
 import json
+import math
 import random
 import sys
 import time
@@ -543,7 +546,11 @@ class Runner:
 
     async def run(self) -> RunOutcome:
         """Run every pending episode. On cancellation the finished ones are written
-        (log, results, summary), `self.outcome` is set, and the cancellation propagates."""
+        (log, results, summary), `self.outcome` is set, and the cancellation propagates.
+
+        With `workers` > 1 the episodes run in worker processes (`_run_in_workers`)."""
+        if self.config.workers > 1:
+            return await self._run_in_workers()
         self._started = time.perf_counter()
         self._preflight_user()
         provider = self._provider or self._build_provider()
@@ -583,6 +590,63 @@ class Runner:
         assert self.outcome is not None
         return self.outcome
 
+    # -- workers > 1 ----------------------------------------------------------------
+
+    def _check_workers(self) -> None:
+        """Spawned workers rebuild the agent from its entry point: an injected provider,
+        user factory or in-process registration would silently not be there."""
+        if self._provider is not None or self._user_factory is not None:
+            raise RunConfigError(
+                "workers > 1 needs the agent and user built from the config "
+                "(an injected provider or user factory cannot be sent to worker processes)"
+            )
+        name = self.config.agent_strategy
+        if not _is_entry_point(name):
+            raise RunConfigError(
+                f"agent strategy {name!r} is registered in this process only "
+                "(tau_adapters.registry.register), so worker processes cannot build it: "
+                "declare it as a 'tau_adapters' entry point, or run with workers=1"
+            )
+
+    async def _run_in_workers(self) -> RunOutcome:
+        """The pending episodes split round-robin over `workers` spawned processes.
+
+        This process stays the only writer (log, observer, results, summary); workers
+        send each finished record over a queue. A worker that dies leaves its missing
+        episodes out of the log (`--resume` re-runs them) and a line in
+        `worker_errors`; on cancellation the workers are terminated and what finished
+        is written, as with one process."""
+        self._started = time.perf_counter()
+        self._check_workers()
+        self._preflight_user()
+        provider = self._build_provider()  # fail fast on configuration, then close
+        with contextlib.suppress(Exception):
+            await provider.aclose()
+        self._log = self._open_log()
+        pending = self.plan.pending
+        if self.observer is not None:
+            planned = set(self.plan.order)
+            done = [r for k, r in self._records.items() if k in planned and not r.is_error]
+            self.observer.started(len(self.plan.order), done)
+        pool = _WorkerPool(self.config, pending)
+        interrupted = False
+        try:
+            await pool.run(lambda data: self._store(EpisodeRecord.from_dict(data)))
+        except BaseException:
+            interrupted = True
+            raise
+        finally:
+            pool.stop(terminate=interrupted)
+            if self.observer is not None:
+                self.observer.finished()
+            await self._log.aclose()
+            outcome = self._finalize(interrupted)
+            if pool.errors:
+                outcome.summary["worker_errors"] = pool.errors
+                write_json_atomic(self.plan.summary_path, outcome.summary)
+        assert self.outcome is not None
+        return self.outcome
+
     def _provider_keys(self) -> list[str | None]:
         """Episode-level slots: a hosted agent is limited by its strategy name
         (`--provider-limit decibel=5`); model calls are capped per call in `tau_bench.llm`."""
@@ -595,6 +659,198 @@ class Runner:
             else:
                 set_provider_limits(limits)
         return [self.config.agent_strategy] if limits else []
+
+
+# -- worker processes ----------------------------------------------------------------
+
+
+def _is_entry_point(name: str) -> bool:
+    """Whether `name` resolves to its `tau_adapters` entry point (what a spawned
+    process sees), not to a builder registered in this process."""
+    from importlib.metadata import entry_points
+
+    from tau_adapters.registry import GROUP, load_builder
+
+    eps = {ep.name: ep for ep in entry_points(group=GROUP)}
+    if name not in eps:
+        return False
+    try:
+        return bool(load_builder(name) is eps[name].load())
+    except Exception:
+        return True  # a broken entry point fails in the workers with its own message
+
+
+def _share(value: int, parts: int) -> int:
+    return max(1, math.ceil(value / parts))
+
+
+def worker_config(config: RunConfig, workers: int) -> dict[str, Any]:
+    """What one of `workers` processes runs with: the config (secrets included: it only
+    crosses a pipe) with its share of `max_concurrency` and of each provider limit."""
+    data = config.model_dump()
+    data.update(
+        workers=1,
+        resume=None,
+        quiet=True,
+        max_concurrency=_share(config.max_concurrency, workers),
+        provider_limits={k: _share(v, workers) for k, v in config.provider_limits.items()},
+    )
+    return data
+
+
+class _WorkerRunner(Runner):
+    """A worker's runner: sends each record to the parent instead of storing it."""
+
+    def __init__(self, plan: RunPlan, out: Any) -> None:
+        super().__init__(plan)
+        self._out = out
+
+    def _store(self, record: EpisodeRecord) -> None:
+        self._out.put(("record", record.to_dict()))
+
+    async def run_keys(self, keys: list[Key]) -> None:
+        provider = self._build_provider()
+        try:
+            slots = _ProviderSlots(self.config.provider_limits, self._provider_keys())
+            queue: deque[Key] = deque(keys)
+            await asyncio.gather(
+                *(
+                    self._work(provider, queue, slots)
+                    for _ in range(min(self.config.max_concurrency, len(keys)))
+                )
+            )
+        finally:
+            with contextlib.suppress(Exception):
+                await provider.aclose()
+            if "tau_bench.llm" in sys.modules:
+                from tau_bench.llm import aclose_clients
+
+                with contextlib.suppress(Exception):
+                    await aclose_clients()
+
+
+def _worker_main(index: int, config_data: dict[str, Any], keys: list[Key], out: Any) -> None:
+    """Entry point of a spawned worker: run `keys`, report, exit 0 (1 on failure).
+
+    SIGINT is ignored: Ctrl-C reaches the whole process group, and the parent decides
+    (it terminates the workers and writes what finished)."""
+    import signal
+
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    try:
+        config = RunConfig.model_validate(config_data)
+        runner = _WorkerRunner(prepare_run(config), out)
+        asyncio.run(runner.run_keys(keys))
+    except BaseException as exc:
+        out.put(("error", index, f"{type(exc).__name__}: {exc}"))
+        out.close()
+        out.join_thread()
+        raise SystemExit(1) from None
+    out.put(("done", index, None))
+    out.close()
+    out.join_thread()
+
+
+class _WorkerPool:
+    """N spawned workers over a round-robin split of the keys, and the queue they
+    report on. `run` returns when every worker has finished or died."""
+
+    POLL = 0.2  # seconds between liveness checks while waiting for records
+
+    def __init__(self, config: RunConfig, keys: list[Key]) -> None:
+        n = max(1, min(config.workers, len(keys)))
+        self.shares = [keys[i::n] for i in range(n)]
+        self.config_data = worker_config(config, n)
+        self.errors: list[str] = []
+        self._owner = {key: i for i, share in enumerate(self.shares) for key in share}
+        self._received = [0] * n
+        self._running: set[int] = set()
+        self._procs: list[Any] = []
+        self._queue: Any = None
+
+    async def run(self, store: Callable[[dict[str, Any]], None]) -> None:
+        self.start()
+        await self.collect(store)
+
+    def start(self) -> None:
+        import multiprocessing
+
+        if not any(self.shares):
+            return
+        ctx = multiprocessing.get_context("spawn")
+        self._queue = ctx.Queue()
+        for i, share in enumerate(self.shares):
+            proc = ctx.Process(
+                target=_worker_main,
+                args=(i, self.config_data, share, self._queue),
+                name=f"tau-worker-{i}",
+                daemon=True,
+            )
+            proc.start()
+            self._procs.append(proc)
+        self._running = set(range(len(self._procs)))
+
+    async def collect(self, store: Callable[[dict[str, Any]], None]) -> None:
+        """Store every record the workers send until each has finished or died."""
+        import queue as queue_mod
+
+        while self._running:
+            try:
+                msg = await asyncio.to_thread(self._queue.get, True, self.POLL)
+            except queue_mod.Empty:
+                dead = [i for i in self._running if not self._procs[i].is_alive()]
+                if dead:
+                    self._drain(store)  # what they sent before dying is in the pipe
+                for i in dead:
+                    if i in self._running:
+                        self._running.discard(i)
+                        self._failed(i, f"exited with code {self._procs[i].exitcode}")
+                continue
+            self._handle(msg, store)
+
+    def _handle(self, msg: tuple[Any, ...], store: Callable[[dict[str, Any]], None]) -> None:
+        kind, payload = msg[0], msg[1]
+        if kind == "record":
+            store(payload)
+            owner = self._owner.get((payload["task_id"], payload["trial"]))
+            if owner is not None:
+                self._received[owner] += 1
+        elif kind == "done":
+            self._running.discard(payload)
+        elif kind == "error":
+            self._running.discard(payload)
+            self._failed(payload, f"failed: {msg[2]}")
+
+    def _drain(self, store: Callable[[dict[str, Any]], None]) -> None:
+        import queue as queue_mod
+
+        while True:
+            try:
+                msg = self._queue.get_nowait()
+            except queue_mod.Empty:
+                return
+            self._handle(msg, store)
+
+    def _failed(self, index: int, why: str) -> None:
+        missing = len(self.shares[index]) - self._received[index]
+        self.errors.append(
+            f"worker {index} {why}; {missing} of its episodes not run (--resume runs them)"
+        )
+
+    def stop(self, terminate: bool = True) -> None:
+        """Reap the workers: terminate them first (cancellation), or give those that
+        reported the end of their work a moment to exit."""
+        if not terminate:
+            for proc in self._procs:
+                proc.join(timeout=10)
+        for proc in self._procs:
+            if proc.is_alive():
+                proc.terminate()
+        for proc in self._procs:
+            proc.join(timeout=10)
+            if proc.is_alive():
+                proc.kill()
+                proc.join(timeout=5)
 
 
 async def run(config: RunConfig, observer: RunObserver | None = None) -> RunOutcome:

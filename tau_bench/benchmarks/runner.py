@@ -332,19 +332,38 @@ class RawUser:
 
 
 class PeakRSS:
-    """Samples this process's resident memory every 20 ms in a thread."""
+    """Samples this process's resident memory every 20 ms in a thread; with `workers`,
+    plus that of its `tau run --workers` processes (spawned multiprocessing children)."""
 
-    def __init__(self) -> None:
+    def __init__(self, workers: bool = False) -> None:
         import psutil
 
         self._proc = psutil.Process()
+        self._workers = workers
+        self._is_worker: dict[int, bool] = {}
         self.peak = self._proc.memory_info().rss
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._loop, daemon=True)
 
+    def _rss(self) -> int:
+        import psutil
+
+        total = int(self._proc.memory_info().rss)
+        if not self._workers:
+            return total
+        for child in self._proc.children():
+            try:
+                if child.pid not in self._is_worker:
+                    self._is_worker[child.pid] = "spawn_main" in " ".join(child.cmdline())
+                if self._is_worker[child.pid]:
+                    total += child.memory_info().rss
+            except psutil.Error:
+                continue  # exited meanwhile
+        return total
+
     def _loop(self) -> None:
         while not self._stop.wait(0.02):
-            self.peak = max(self.peak, self._proc.memory_info().rss)
+            self.peak = max(self.peak, self._rss())
 
     def __enter__(self) -> PeakRSS:
         self._thread.start()
@@ -353,7 +372,7 @@ class PeakRSS:
     def __exit__(self, *exc: object) -> None:
         self._stop.set()
         self._thread.join()
-        self.peak = max(self.peak, self._proc.memory_info().rss)
+        self.peak = max(self.peak, self._rss())
 
 
 @contextlib.contextmanager
@@ -402,6 +421,7 @@ class Setup:
     workdir: str = "."
     model: str = DEFAULT_MODEL
     progress: bool = False
+    workers: int = 1  # `tau run --workers` (not for the raw stack: its clients are injected)
 
 
 def _measure(setup: Setup, stack: str, concurrency: int, episodes: int) -> dict[str, Any]:
@@ -421,6 +441,7 @@ def _measure(setup: Setup, stack: str, concurrency: int, episodes: int) -> dict[
         user_api_base=api_base,
         tasks_file=str(_tasks_file(Path(setup.workdir), setup.env, setup.data_dir, episodes)),
         max_concurrency=concurrency,
+        workers=setup.workers,
         data_dir=setup.data_dir,
         log_dir=setup.workdir,
         run_name=f"bench_{stack}_c{concurrency}_n{episodes}_{os.getpid()}_{time.monotonic_ns()}",
@@ -442,12 +463,13 @@ def _measure(setup: Setup, stack: str, concurrency: int, episodes: int) -> dict[
             clients.update(client_counts())
             await aclose_clients()
 
-    with _openai_route(stack), PeakRSS() as rss:
-        cpu0 = time.process_time()
+    with _openai_route(stack), PeakRSS(workers=setup.workers > 1) as rss:
+        cpu0 = time.process_time() + _children_cpu()
         t0 = time.perf_counter()
         outcome = asyncio.run(go())
         wall = time.perf_counter() - t0
-        cpu = time.process_time() - cpu0
+        # The workers have been reaped by now: their CPU is in the children's usage.
+        cpu = time.process_time() + _children_cpu() - cpu0
     summary = outcome.summary
     return {
         "wall_s": wall,
@@ -460,6 +482,15 @@ def _measure(setup: Setup, stack: str, concurrency: int, episodes: int) -> dict[
         "error_kinds": summary["error_kinds"],
         "avg_reward": summary["avg_reward"],
     }
+
+
+def _children_cpu() -> float:
+    """CPU seconds of this process's reaped children (`tau run --workers` processes; the
+    mock server is still running, so not counted)."""
+    import resource
+
+    usage = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return usage.ru_utime + usage.ru_stime
 
 
 def _split(total: int, parts: int) -> list[int]:
@@ -545,8 +576,11 @@ def _run_level(
     cpu = sum(p["cpu_s"] for p in parts)
     label = stack + ("+progress" if setup.progress else "")
     return {
-        "stack": label + (f" x{processes} proc" if processes > 1 else ""),
+        "stack": label
+        + (f" x{processes} proc" if processes > 1 else "")
+        + (f" x{setup.workers} workers" if setup.workers > 1 else ""),
         "processes": processes,
+        "workers": setup.workers,
         "concurrency": concurrency,
         "episodes": episodes,
         "calls": calls,
@@ -580,6 +614,7 @@ def run_runner_benchmark(
     model: str = DEFAULT_MODEL,
     progress: bool = False,
     processes: int = 1,
+    workers: int = 1,
 ) -> list[dict[str, Any]]:
     """One row per stack and (concurrency, episodes) level; see the module docstring.
 
@@ -587,7 +622,9 @@ def run_runner_benchmark(
     number that matters); "litellm-sdk" the same through litellm's openai-SDK route and
     default clients; "raw" swaps both for bare asyncio clients to isolate the runner's
     overhead. `processes` > 1 splits every level evenly over that many processes started
-    together. A one-episode warm-up per stack (imports, connections) is not measured.
+    together. `workers` > 1 runs every level with `tau run --workers` (the runner's own
+    worker processes; litellm stacks only). A one-episode warm-up per stack (imports,
+    connections) is not measured.
     """
     unknown = [s for s in stacks if s not in ALL_STACKS]
     if unknown:
@@ -595,6 +632,10 @@ def run_runner_benchmark(
     levels = levels or DEFAULT_LEVELS
     if processes < 1 or any(min(c, n) < processes for c, n in levels):
         raise ValueError("every level needs at least one episode and one slot per process")
+    if workers < 1:
+        raise ValueError("--workers must be at least 1")
+    if workers > 1 and (processes > 1 or "raw" in stacks):
+        raise ValueError("--workers takes the litellm stacks and no --processes")
     os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
     if "litellm-sdk" in stacks:  # the openai SDK insists on a key; the mock server ignores it
         os.environ.setdefault("OPENAI_API_KEY", "mock-server-needs-no-key")
@@ -602,7 +643,7 @@ def run_runner_benchmark(
     rows = []
     try:
         with tempfile.TemporaryDirectory(prefix="runner-bench-") as tmp:
-            setup = Setup(server.base, env, data_dir, tmp, model, progress)
+            setup = Setup(server.base, env, data_dir, tmp, model, progress, workers)
             for stack in stacks:
                 _measure(setup, stack, 1, 1)  # warm-up: imports, first connections
                 for concurrency, episodes in levels:
@@ -698,6 +739,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument(
         "--processes", type=int, default=1, help="split every level over N processes"
     )
+    parser.add_argument(
+        "--workers", type=int, default=1, help="run every level with tau run --workers N"
+    )
     parser.add_argument("--data-dir")
     parser.add_argument("--json", help="also write the rows as JSON to this file")
     parser.add_argument("--markdown", action="store_true", help="also print a Markdown table")
@@ -723,6 +767,7 @@ def main(argv: list[str] | None = None) -> int:
             args.model,
             args.progress,
             args.processes,
+            args.workers,
         )
     except ValueError as exc:
         parser.error(str(exc))

@@ -52,6 +52,7 @@ def runner(
     model: str = typer.Option("openai/gpt-4o-mini", help="Model name sent (and priced)."),
     progress: bool = typer.Option(False, help="Attach the CLI's progress bar to every run."),
     processes: int = typer.Option(1, help="Split every level over N processes started together."),
+    workers: int = typer.Option(1, help="Run every level with tau run --workers N (litellm)."),
     data_dir: Path | None = typer.Option(None, "--data-dir", help="τ-bench data directory."),
     json_out: Path | None = typer.Option(None, "--json", help="Also write the rows as JSON."),
     markdown: bool = typer.Option(False, help="Also print the table as Markdown."),
@@ -83,9 +84,20 @@ def runner(
     if processes < 1 or any(min(c, n) < processes for c, n in pairs):
         fail("--processes must be at least 1 and at most every level's concurrency and episodes")
     root = resolve_data_dir(data_dir)
-    rows = bench.run_runner_benchmark(
-        pairs, latency, env, str(root), stacks, model=model, progress=progress, processes=processes
-    )
+    try:
+        rows = bench.run_runner_benchmark(
+            pairs,
+            latency,
+            env,
+            str(root),
+            stacks,
+            model=model,
+            progress=progress,
+            processes=processes,
+            workers=workers,
+        )
+    except ValueError as exc:
+        fail(str(exc))
     console = Console(width=200)
     console.print(bench.render(rows, latency))
     console.print(f"machine: {_machine()}")

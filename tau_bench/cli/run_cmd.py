@@ -140,6 +140,14 @@ def _flags(
     max_concurrency: Annotated[
         int, typer.Option("--max-concurrency", help="Episodes running at once.")
     ] = _D.max_concurrency,
+    workers: Annotated[
+        int,
+        typer.Option(
+            "--workers",
+            help="Processes running episodes (each gets max-concurrency / N); for CPU-bound runs.",
+            rich_help_panel=RUN_PANEL,
+        ),
+    ] = _D.workers,
     seed: Annotated[int, typer.Option("--seed")] = _D.seed,
     shuffle: Annotated[
         int, typer.Option("--shuffle", help="1: shuffle the task order of each trial.")
@@ -470,6 +478,8 @@ def _execute(cfg: RunConfig) -> None:
         raise SystemExit(130) from None
     Console().print(render_summary(outcome.summary))
     summary = outcome.summary
+    for line in summary.get("worker_errors", []):
+        _note(f"error: {line}")
     if "mt_bench_error" in summary.get("files", {}):
         _note(f"warning: the mt-bench export failed: {summary['files']['mt_bench_error']}")
     if summary["errors"]:
@@ -481,6 +491,9 @@ def _execute(cfg: RunConfig) -> None:
             _note(line)
         if not summary["episodes_scored"]:
             raise SystemExit(1)  # nothing could be scored: let scripts notice
+    if summary.get("worker_errors"):
+        _note(f"re-run the missing episodes with: tau run --resume {plan.log_path}")
+        raise SystemExit(1)
 
 
 def _error_examples(records: Any, limit: int = 3) -> list[str]:
