@@ -90,6 +90,29 @@ def _price_difference(db: EpisodeDB, order: Any, item_ids: Any, new_item_ids: An
     return diff
 
 
+def _swap_checks(
+    db: EpisodeDB, order_id: Any, status: str, status_error: str, item_ids: Any, new_item_ids: Any
+) -> tuple[Any, Any]:
+    """The checks exchange and modify-items share, in upstream's order: order exists, has
+    `status`, holds the items, lists match, new variants available. Returns
+    (order, unrounded price difference) or (None, error string)."""
+    orders = db["orders"]
+    if order_id not in orders:
+        return None, "Error: order not found"
+    order = orders[order_id]
+    if order["status"] != status:
+        return None, status_error
+    missing = _missing_item(item_ids, order)
+    if missing is not None:
+        return None, f"Error: {missing} not found"
+    if len(item_ids) != len(new_item_ids):
+        return None, "Error: the number of items to be exchanged should match"
+    diff = _price_difference(db, order, item_ids, new_item_ids)
+    if isinstance(diff, str):
+        return None, diff
+    return order, diff
+
+
 def calculate(db: EpisodeDB, expression: Any) -> str:
     """Evaluate an arithmetic expression; the result rounded to 2 decimals (spec §7.2)."""
     return evaluate_expression(expression)
@@ -132,22 +155,16 @@ def exchange_delivered_order_items(
     db: EpisodeDB, order_id: Any, item_ids: Any, new_item_ids: Any, payment_method_id: Any
 ) -> str:
     """Request an exchange of delivered items; records the rounded price difference."""
-    orders = db["orders"]
-    if order_id not in orders:
-        return "Error: order not found"
-    order = orders[order_id]
-    if order["status"] != "delivered":
-        return "Error: non-delivered order cannot be exchanged"
-
-    missing = _missing_item(item_ids, order)
-    if missing is not None:
-        return f"Error: {missing} not found"
-    if len(item_ids) != len(new_item_ids):
-        return "Error: the number of items to be exchanged should match"
-
-    diff = _price_difference(db, order, item_ids, new_item_ids)
-    if isinstance(diff, str):
-        return diff
+    order, diff = _swap_checks(
+        db,
+        order_id,
+        "delivered",
+        "Error: non-delivered order cannot be exchanged",
+        item_ids,
+        new_item_ids,
+    )
+    if order is None:
+        return str(diff)
     diff = round(diff, 2)
 
     methods = _owner_methods(db, order)
@@ -157,7 +174,7 @@ def exchange_delivered_order_items(
     if method["source"] == "gift_card" and method["balance"] < diff:
         return "Error: insufficient gift card balance to pay for the price difference"
 
-    order = orders.for_update(order_id)
+    order = db["orders"].for_update(order_id)
     order["status"] = "exchange requested"
     order["exchange_items"] = sorted(item_ids)
     order["exchange_new_items"] = sorted(new_item_ids)
@@ -249,22 +266,16 @@ def modify_pending_order_items(
     db: EpisodeDB, order_id: Any, item_ids: Any, new_item_ids: Any, payment_method_id: Any
 ) -> str:
     """Swap items of a pending order for other variants; books the unrounded diff (Q16)."""
-    orders = db["orders"]
-    if order_id not in orders:
-        return "Error: order not found"
-    order = orders[order_id]
-    if order["status"] != "pending":
-        return "Error: non-pending order cannot be modified"
-
-    missing = _missing_item(item_ids, order)
-    if missing is not None:
-        return f"Error: {missing} not found"
-    if len(item_ids) != len(new_item_ids):
-        return "Error: the number of items to be exchanged should match"
-
-    diff = _price_difference(db, order, item_ids, new_item_ids)
-    if isinstance(diff, str):
-        return diff
+    order, diff = _swap_checks(
+        db,
+        order_id,
+        "pending",
+        "Error: non-pending order cannot be modified",
+        item_ids,
+        new_item_ids,
+    )
+    if order is None:
+        return str(diff)
 
     methods = _owner_methods(db, order)
     if payment_method_id not in methods:
@@ -274,7 +285,7 @@ def modify_pending_order_items(
     ):
         return "Error: insufficient gift card balance to pay for the new item"
 
-    order = orders.for_update(order_id)
+    order = db["orders"].for_update(order_id)
     order["payment_history"].append(
         {
             "transaction_type": "payment" if diff > 0 else "refund",
