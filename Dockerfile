@@ -21,11 +21,26 @@ RUN useradd --create-home --uid 10001 --user-group tau \
     && chown -R tau:tau /data
 
 WORKDIR /app
-COPY pyproject.toml README.md ./
+# The exact versions of uv.lock: first the dependencies alone (a layer that survives source
+# edits), then the project itself, not editable and with no dependency resolution of its
+# own. Extras: what `tau serve` runs (the service, the hosted-agent adapters, PNG plots);
+# not gym or ray.
+ARG UV_VERSION=0.13.9
+ARG EXTRAS="--extra service --extra dialogflow --extra http --extra a2a --extra ces --extra report"
+ENV UV_PROJECT_ENVIRONMENT=/app/.venv \
+    VIRTUAL_ENV=/app/.venv \
+    UV_PYTHON_DOWNLOADS=never \
+    UV_COMPILE_BYTECODE=1 \
+    UV_LINK_MODE=copy \
+    UV_NO_CACHE=1 \
+    PATH=/app/.venv/bin:$PATH
+RUN pip install "uv==${UV_VERSION}"
+COPY pyproject.toml uv.lock README.md ./
+RUN uv sync --locked --no-dev --no-install-project ${EXTRAS}
 COPY tau_adapters ./tau_adapters
 COPY tau_bench ./tau_bench
 COPY adapters ./adapters
-RUN pip install . && rm -rf /app/build
+RUN uv pip install . --no-deps && rm -rf /app/build
 
 USER tau
 VOLUME ["/data"]

@@ -1,10 +1,26 @@
 # The README's two commands: `make demo` (main job, offline) and `make test`.
-# Both create the virtualenv and install the project first; no manual steps.
+# Both install exactly the versions pinned in uv.lock into .venv first; no manual steps.
+# Needs only Python 3.11+ and make: when `uv` is missing it is installed from PyPI into a
+# small bootstrap venv (.tools/uv), which works as root and as a normal user alike.
 
 PYTHON ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
+UV_VERSION := 0.13.9
+UV_BOOTSTRAP := .tools/uv
 SHARED_DATA := $(abspath ../shared/datasets/tau-bench)
+SHARED_TAU3_DATA := $(abspath ../shared/datasets/tau2-bench)
+
+# One environment for the demo and the tests: every extra plus the dev group, so switching
+# between the two targets never reinstalls anything.
+SYNC_FLAGS := --locked --all-extras --group dev
+
+# A uv on PATH is used as it is (the lock file asks for uv >= 0.9); else the pinned one.
+UV ?= $(or $(shell command -v uv 2>/dev/null),$(UV_BOOTSTRAP)/bin/uv)
+
+# uv must use this machine's Python, never download one (only PyPI may be reachable).
+export UV_PYTHON_DOWNLOADS := never
+export UV_PROJECT_ENVIRONMENT := $(VENV)
 
 # On machines without internet (development, CI) the benchmark data sits beside the
 # repository; elsewhere the product pulls it into the user cache on first use.
@@ -13,17 +29,26 @@ ifneq ($(wildcard $(SHARED_DATA)/MANIFEST.json),)
 export TAU_BENCH_DATA := $(SHARED_DATA)
 endif
 endif
+ifeq ($(TAU3_BENCH_DATA),)
+ifneq ($(wildcard $(SHARED_TAU3_DATA)/MANIFEST.json),)
+export TAU3_BENCH_DATA := $(SHARED_TAU3_DATA)
+endif
+endif
 export LITELLM_LOCAL_MODEL_COST_MAP := True
 
-.PHONY: setup browser demo test lint typecheck unit bench clean
+.PHONY: setup lock browser demo test lint typecheck unit bench clean
 
-$(BIN)/.installed: pyproject.toml
-	$(PYTHON) -m venv $(VENV)
-	$(BIN)/python -m pip install --quiet --upgrade pip
-	$(BIN)/python -m pip install --quiet -e ".[dev,report]"
-	touch $@
+$(UV_BOOTSTRAP)/bin/uv:
+	$(PYTHON) -m venv $(UV_BOOTSTRAP)
+	$(UV_BOOTSTRAP)/bin/python -m pip install --quiet --disable-pip-version-check "uv==$(UV_VERSION)"
 
-setup: $(BIN)/.installed
+# `uv sync --locked` refuses to run when pyproject.toml and uv.lock disagree: after editing
+# the dependencies run `make lock` and commit uv.lock with them.
+setup: $(if $(filter $(UV_BOOTSTRAP)/bin/uv,$(UV)),$(UV_BOOTSTRAP)/bin/uv)
+	$(UV) sync $(SYNC_FLAGS) --python $(PYTHON)
+
+lock: $(if $(filter $(UV_BOOTSTRAP)/bin/uv,$(UV)),$(UV_BOOTSTRAP)/bin/uv)
+	$(UV) lock --python $(PYTHON)
 
 demo: setup
 	$(BIN)/python -m tau_bench.demo
@@ -31,6 +56,7 @@ demo: setup
 lint: setup
 	$(BIN)/ruff check .
 	$(BIN)/ruff format --check .
+	$(BIN)/lint-imports
 
 typecheck: setup
 	$(BIN)/mypy tau_adapters tau_bench adapters run.py
@@ -55,4 +81,4 @@ bench: setup
 	$(BIN)/tau bench core
 
 clean:
-	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache
+	rm -rf $(VENV) .tools .pytest_cache .mypy_cache .ruff_cache

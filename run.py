@@ -2,12 +2,11 @@
 
 from __future__ import annotations
 
-import os
 import sys
-
-os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
 
 if __name__ == "__main__":
     from tau_bench.cli.run_cmd import main
+    from tau_bench.llm.runtime import configure_litellm
 
+    configure_litellm()
     sys.exit(main())

@@ -13,29 +13,26 @@ in the result; they never propagate (cancellation does, after `close`).
 from __future__ import annotations
 
 import asyncio
-import json
 import time
 import traceback
 from collections.abc import Awaitable
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
+from tau_adapters.conversation import DEFAULT_MAX_STEPS, ERROR, MAX_USER_TURNS, Conversation
 from tau_adapters.protocol import (
-    STOP_TOKEN,
     AdapterError,
     AgentAdapter,
     AgentTurn,
     SessionContext,
-    ToolCall,
     ToolExecutor,
-    ToolResult,
     ToolResults,
     Usage,
     UserSimulator,
     UserTurn,
 )
 
-DEFAULT_MAX_STEPS = 30
+__all__ = ["DEFAULT_MAX_STEPS", "EpisodeError", "EpisodeResult", "TurnRecord", "run_episode"]
 T = TypeVar("T")
 
 
@@ -112,13 +109,6 @@ def _error_from(exc: BaseException, source: str) -> EpisodeError:
     )
 
 
-def _json_args(arguments: Any) -> str:
-    try:
-        return json.dumps(arguments)
-    except (TypeError, ValueError):
-        return json.dumps(str(arguments))
-
-
 class _EpisodeFailed(Exception):
     """Internal: an adapter or user call failed; carries the typed error."""
 
@@ -137,10 +127,6 @@ async def _guarded(source: str, awaitable: Awaitable[T]) -> T:
         raise _EpisodeFailed(_error_from(exc, source)) from exc
 
 
-def _is_error_observation(observation: str) -> bool:
-    return observation.startswith("Error:") or observation.startswith("Unknown action")
-
-
 async def run_episode(
     adapter: AgentAdapter,
     executor: ToolExecutor,
@@ -154,16 +140,16 @@ async def run_episode(
 ) -> EpisodeResult:
     """Run one conversation to its end and return its trajectory."""
     result = EpisodeResult()
+    conv = Conversation(executor, max_steps=max_steps, messages=result.messages)
     started = time.perf_counter()
-    if session.policy:
-        result.messages.append({"role": "system", "content": session.policy})
+    conv.system(session.policy)
     started_adapter = False
     try:
         user_text = await _timed_user_turn(result, user.start(instruction))
+        stopped = conv.user_said(user_text)
         await _guarded("agent", adapter.start(session))
         started_adapter = True
-        if STOP_TOKEN in user_text:
-            result.stop_reason = "user_stop"
+        if stopped:
             return result
         pending: UserTurn | ToolResults = UserTurn(user_text)
         while True:
@@ -174,43 +160,30 @@ async def run_episode(
             if max_tool_calls_per_turn is not None and len(calls) > max_tool_calls_per_turn:
                 result.dropped_tool_calls += len(calls) - max_tool_calls_per_turn
                 calls = calls[:max_tool_calls_per_turn]
-            text = turn.text
             if calls:
-                results, terminated = _run_tool_calls(result, executor, calls, text, max_steps)
-                if terminated:
-                    result.stop_reason = "terminate_tool"
-                elif result.steps >= max_steps:
-                    result.stop_reason = "max_steps"
-                elif turn.end_conversation or turn.handoff:
-                    result.stop_reason = "agent_handoff" if turn.handoff else "agent_end"
-                else:
-                    pending = ToolResults(results)
-                    continue
-                return result
+                results = conv.agent_tool_calls(calls, turn.text)
+                if conv.agent_signal(end=turn.end_conversation, handoff=turn.handoff):
+                    return result
+                pending = ToolResults(results)
+                continue
             # No tool calls: the text goes to the user.
-            result.messages.append({"role": "assistant", "content": text})
-            executor.respond(text)
-            result.steps += 1
-            if turn.handoff:
-                result.stop_reason = "agent_handoff"
-            elif turn.end_conversation:
-                result.stop_reason = "agent_end"
-            elif result.steps >= max_steps:
-                result.stop_reason = "max_steps"
-            elif max_user_turns is not None and result.user_turns >= max_user_turns:
-                result.stop_reason = "max_user_turns"
-            else:
-                user_text = await _timed_user_turn(result, user.reply(text))
-                if STOP_TOKEN not in user_text:
-                    pending = UserTurn(user_text)
-                    continue
-                result.stop_reason = "user_stop"
-            return result
+            if conv.agent_message(turn.text, end=turn.end_conversation, handoff=turn.handoff):
+                return result
+            if max_user_turns is not None and conv.user_turns >= max_user_turns:
+                conv.end(MAX_USER_TURNS)
+                return result
+            user_text = await _timed_user_turn(result, user.reply(turn.text))
+            if conv.user_said(user_text):
+                return result
+            pending = UserTurn(user_text)
     except _EpisodeFailed as failed:
         result.error = failed.error
-        result.stop_reason = "error"
+        conv.end(ERROR)
         return result
     finally:
+        result.steps = conv.steps
+        result.user_turns = conv.user_turns
+        result.stop_reason = conv.stop_reason
         result.user_usage = _usage_of(user)
         result.duration = time.perf_counter() - started
         if started_adapter:
@@ -227,8 +200,6 @@ async def _timed_user_turn(result: EpisodeResult, call: Awaitable[str]) -> str:
     t0 = time.perf_counter()
     text = await _guarded("user", call)
     result.turns.append(TurnRecord("user", time.perf_counter() - t0))
-    result.user_turns += 1
-    result.messages.append({"role": "user", "content": text})
     return text
 
 
@@ -246,47 +217,6 @@ def _record_agent_turn(
             extra=dict(turn.extra),
         )
     )
-
-
-def _run_tool_calls(
-    result: EpisodeResult,
-    executor: ToolExecutor,
-    calls: list[ToolCall],
-    text: str,
-    max_steps: int,
-) -> tuple[list[ToolResult], bool]:
-    """Execute a turn's calls in order; returns the results and whether one terminated."""
-    result.messages.append(
-        {
-            "role": "assistant",
-            "content": text or None,
-            "tool_calls": [
-                {
-                    "id": c.id,
-                    "type": "function",
-                    "function": {"name": c.name, "arguments": _json_args(c.arguments)},
-                }
-                for c in calls
-            ],
-        }
-    )
-    if text:
-        executor.respond(text)
-    results: list[ToolResult] = []
-    for call in calls:
-        if result.steps >= max_steps:
-            break
-        observation = executor.execute(call.name, call.arguments)
-        result.steps += 1
-        results.append(
-            ToolResult(call.id, call.name, observation, _is_error_observation(observation))
-        )
-        result.messages.append(
-            {"role": "tool", "tool_call_id": call.id, "name": call.name, "content": observation}
-        )
-        if executor.is_terminate(call.name):
-            return results, True
-    return results, False
 
 
 def _usage_of(user: UserSimulator) -> Usage:

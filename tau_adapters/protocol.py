@@ -50,6 +50,18 @@ class ToolCall:
     raw: Any = None
 
 
+@dataclass(frozen=True)
+class ToolOutput:
+    """What running one tool returned: the observation text and whether it is an error.
+
+    Executors decide `is_error` where they know it (an exception, an unknown tool), so
+    nobody downstream guesses it from the text.
+    """
+
+    content: str
+    is_error: bool = False
+
+
 @dataclass
 class ToolResult:
     """What running a tool returned, for the call with id `call_id`."""
@@ -98,13 +110,51 @@ class AgentTurn:
         return "\n".join(m for m in self.messages if m)
 
 
+@dataclass(frozen=True)
+class ToolEndpoint:
+    """Where an agent that calls tools itself (server-side tools) reaches this episode's
+    tools: the tool server's base URL, its OpenAPI document, its MCP endpoint, the
+    episode's session id and the bearer token that guards it. The harness starts the
+    server when a provider asks for it (`AgentProvider.wants_tool_server`)."""
+
+    base_url: str
+    session_id: str
+    token: str
+
+    @property
+    def session_url(self) -> str:
+        return f"{self.base_url}/sessions/{self.session_id}"
+
+    @property
+    def openapi_url(self) -> str:
+        return f"{self.base_url}/openapi.json"
+
+    @property
+    def mcp_url(self) -> str:
+        return f"{self.base_url}/mcp?session={self.session_id}"
+
+
+@dataclass(frozen=True)
+class ToolServerRequest:
+    """A provider whose agent calls tools itself sets `tool_server` to one of these: the
+    harness then serves the episode's tools (HTTP/OpenAPI and MCP) on `host:port` for
+    the run, and gives each session its `ToolEndpoint`. `public_url` is the base URL the
+    agent must use when it differs from the bound address (a tunnel, a proxy)."""
+
+    host: str = "127.0.0.1"
+    port: int = 0
+    public_url: str | None = None
+    ttl: float = 3600.0
+
+
 @dataclass
 class SessionContext:
     """Everything an adapter may use to open a conversation.
 
     `tools` are OpenAI function schemas, `policy` is the domain policy (the system
     prompt of local agents; hosted agents usually carry their own). `task` is the
-    benchmark task object: only the oracle baseline looks at it.
+    benchmark task object: only the oracle baseline looks at it. `tool_endpoint` is set
+    when the provider asked for server-side tools.
     """
 
     session_id: str
@@ -116,6 +166,7 @@ class SessionContext:
     trial: int = 0
     metadata: dict[str, Any] = field(default_factory=dict)
     task: Any = None
+    tool_endpoint: ToolEndpoint | None = None
 
 
 @runtime_checkable
@@ -143,9 +194,9 @@ class UserSimulator(Protocol):
 
 @runtime_checkable
 class ToolExecutor(Protocol):
-    """Runs tools on the local DB. `execute` never raises: errors are observations."""
+    """Runs tools on the local DB. `execute` never raises: errors are typed outputs."""
 
-    def execute(self, name: str, kwargs: Any) -> str: ...
+    def execute(self, name: str, kwargs: Any) -> ToolOutput: ...
 
     def is_terminate(self, name: str) -> bool: ...
 

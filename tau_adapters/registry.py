@@ -19,7 +19,12 @@ GROUP = "tau_adapters"
 
 @runtime_checkable
 class AgentProvider(Protocol):
-    """Makes adapters for a run; `aclose` releases what they shared."""
+    """Makes adapters for a run; `aclose` releases what they shared.
+
+    Optional attributes the harness reads with `getattr`: `tool_server` (a
+    `ToolServerRequest`: the agent calls tools itself over the network) and an async
+    `preflight()` (one cheap real call that proves credentials and endpoint work).
+    """
 
     def new_adapter(self) -> AgentAdapter: ...
 

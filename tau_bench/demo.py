@@ -2,11 +2,10 @@
 adapters, against local stand-ins, with no API keys.
 
 1. Installation check: every test task's ground truth replays to reward 1.0.
-2. Dialogflow CX: the local gRPC emulator (oracle brain) serves a "decibel" agent; the
-   Dialogflow CX adapter talks to it exactly as it talks to Google (DetectIntent, function
-   tool calls, ToolCallResult), with the scripted user.
-3. HTTP: the reference bot (generic-json preset, oracle brain) on 127.0.0.1; the HTTP
-   adapter drives it from a config file.
+2. Every installed adapter harness's demo (entry-point group `tau_adapters.demos`): a
+   local stand-in of the hosted platform (the Dialogflow CX gRPC emulator, the reference
+   HTTP bot, ...) with the oracle brain, driven by the adapter exactly as it drives the
+   real service, with the scripted user. The core names no adapter.
 Results land in `results/demo/` in the normal formats; a table compares the runs.
 """
 
@@ -14,12 +13,12 @@ from __future__ import annotations
 
 import asyncio
 import os
-import secrets
 import sys
 import tempfile
 import time
+from contextlib import AbstractAsyncContextManager
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
 DEMO_ENVS = ("airline", "retail")
 
@@ -40,60 +39,51 @@ def _config(env: str, strategy: str, agent_options: dict[str, Any], log_dir: Pat
     )
 
 
-async def _dialogflow_runs(log_dir: Path) -> list[tuple[str, Any]]:
-    from adapters.dialogflow.emulator import Emulator
+DEMOS_GROUP = "tau_adapters.demos"
+
+
+class DemoTarget(Protocol):
+    """A hosted-agent adapter's local stand-in, registered by its harness."""
+
+    title: str
+    label: str
+    strategy: str
+
+    def serve(self, workdir: Path) -> AbstractAsyncContextManager[dict[str, Any]]: ...
+
+
+def demo_targets() -> list[DemoTarget]:
+    """Every installed adapter harness's demo (entry-point group `tau_adapters.demos`)."""
+    from importlib.metadata import entry_points
+
+    found = []
+    for ep in sorted(entry_points(group=DEMOS_GROUP), key=lambda e: e.name):
+        try:
+            found.append(ep.load())
+        except ImportError:
+            continue  # that adapter's optional dependencies are not installed
+    return found
+
+
+async def _runs(target: DemoTarget, log_dir: Path, workdir: Path) -> list[tuple[str, Any]]:
     from tau_bench.runner import run
 
-    emulator = Emulator(brain="oracle", env="airline")
-    address = await emulator.start()
     outcomes = []
-    try:
+    async with target.serve(workdir) as options:
         for env in DEMO_ENVS:
-            options = {"emulator": address, "project_id": "demo-project", "agent_id": "demo-agent"}
-            outcomes.append(
-                (
-                    f"decibel (Dialogflow CX emulator) / {env}",
-                    await run(_config(env, "decibel", options, log_dir)),
-                )
-            )
-    finally:
-        await emulator.stop()
-    return outcomes
-
-
-async def _http_runs(log_dir: Path, workdir: Path) -> list[tuple[str, Any]]:
-    from adapters.http.presets import preset_text
-    from adapters.http.reference_bot import create_bot_app
-    from adapters.http.toolserver.background import BackgroundServer
-    from tau_bench.runner import run
-
-    token = secrets.token_urlsafe(16)
-    server = BackgroundServer(create_bot_app(brain="oracle", token=token))
-    url = server.start()
-    os.environ["BOT_URL"], os.environ["BOT_TOKEN"] = url, token
-    config_path = workdir / "bot.yaml"
-    config_path.write_text(preset_text("generic-json"), encoding="utf-8")
-    outcomes = []
-    try:
-        for env in DEMO_ENVS:
-            options = {"http_config": str(config_path)}
-            outcomes.append(
-                (f"http (reference bot) / {env}", await run(_config(env, "http", options, log_dir)))
-            )
-    finally:
-        server.stop()
+            config = _config(env, target.strategy, options, log_dir)
+            outcomes.append((f"{target.label} / {env}", await run(config)))
     return outcomes
 
 
 def _verify(console: Any) -> bool:
-    from tau_bench.domains import load_domain
-    from tau_bench.verify import verify_tasks
+    from tau_bench.suites import load_domain
 
     started = time.perf_counter()
     total = ok = 0
     for env in DEMO_ENVS:
         domain = load_domain(env)
-        results = verify_tasks(domain, domain.tasks("test"))
+        results = domain.verify(domain.tasks("test"))
         total += len(results)
         ok += sum(1 for r in results if r.reward.reward == 1.0)
     console.print(
@@ -104,7 +94,6 @@ def _verify(console: Any) -> bool:
 
 
 def main() -> int:
-    os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
     from rich.console import Console
     from rich.table import Table
 
@@ -122,13 +111,11 @@ def main() -> int:
     except DataDirError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
-    console.print(
-        "[bold]2. Dialogflow CX adapter[/bold] against the local gRPC emulator (oracle brain) …"
-    )
-    outcomes = asyncio.run(_dialogflow_runs(log_dir))
-    console.print("[bold]3. HTTP adapter[/bold] against the local reference bot (oracle brain) …")
-    with tempfile.TemporaryDirectory() as tmp:
-        outcomes += asyncio.run(_http_runs(log_dir, Path(tmp)))
+    outcomes: list[tuple[str, Any]] = []
+    for number, target in enumerate(demo_targets(), start=2):
+        console.print(f"[bold]{number}. {target.title}[/bold] …")
+        with tempfile.TemporaryDirectory() as tmp:
+            outcomes += asyncio.run(_runs(target, log_dir, Path(tmp)))
     table = Table(
         title="τ-bench test split through the hosted-agent adapters (scripted user, offline)"
     )

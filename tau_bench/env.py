@@ -2,13 +2,17 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
+from tau_adapters.protocol import ToolOutput
 from tau_bench.db import EpisodeDB
-from tau_bench.domains import Domain
 from tau_bench.hashing import copy_json
 from tau_bench.tasks import RESPOND_ACTION, Action, Task
 
+if TYPE_CHECKING:
+    from tau_bench.domains import Domain
+
+ERROR_PREFIX = "Error:"
 Q7_OBSERVATION = (
     "Error: send_certificate returned no result (the user already holds three certificates)"
 )
@@ -42,25 +46,28 @@ class Env:
     def is_terminate(self, name: str) -> bool:
         return name in self.domain.terminate_tools
 
-    def execute(self, name: str, kwargs: Any) -> str:
-        """Run tool `name` with `kwargs`; the observation string, never an exception."""
+    def execute(self, name: str, kwargs: Any) -> ToolOutput:
+        """Run tool `name` with `kwargs`: the observation, typed; never an exception."""
         logged = kwargs if isinstance(kwargs, dict) else {"__invalid_kwargs__": kwargs}
         self.actions.append(Action(name=str(name), kwargs=copy_json(logged)))
         if name == RESPOND_ACTION:
             if not isinstance(kwargs, dict) or "content" not in kwargs:
-                return "Error: 'content'"
-            return ""
+                return ToolOutput("Error: 'content'", is_error=True)
+            return ToolOutput("")
         tool = self.domain.tools.get(name) if isinstance(name, str) else None
         if tool is None:
-            return f"Unknown action {name}"
+            return ToolOutput(f"Unknown action {name}", is_error=True)
         try:
             # Arguments are copied so the DB never aliases the caller's objects (spec Q5).
             result = tool(self.db, copy_json(kwargs))
         except Exception as exc:
-            return f"Error: {exc}"
+            return ToolOutput(f"Error: {exc}", is_error=True)
         if result is None:
-            return Q7_OBSERVATION
-        return result if isinstance(result, str) else str(result)
+            return ToolOutput(Q7_OBSERVATION, is_error=True)
+        text = result if isinstance(result, str) else str(result)
+        # v1's tools report most failures by returning "Error: ..." text (spec §4): this
+        # executor is the one place that knows it.
+        return ToolOutput(text, is_error=text.startswith(ERROR_PREFIX))
 
     def respond(self, content: str) -> None:
         """Log a message the agent sent to the user (the outputs check reads these)."""

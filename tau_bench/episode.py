@@ -1,4 +1,9 @@
-"""One benchmark episode: a fresh Env, the conversation loop, and the reward."""
+"""One benchmark episode: a fresh environment, the conversation loop, and the reward.
+
+Suite-agnostic: the domain (`tau_bench.suites.Domain`) makes the environment and the
+environment scores it. The one rule every driver shares - an episode cut off by the step
+limit is unfinished and scores 0, as in the original - lives in `score_episode`.
+"""
 
 from __future__ import annotations
 
@@ -6,12 +11,11 @@ import uuid
 from dataclasses import dataclass
 from typing import Any
 
-from tau_adapters.loop import DEFAULT_MAX_STEPS, EpisodeResult, run_episode
+from tau_adapters.conversation import DEFAULT_MAX_STEPS, MAX_STEPS
+from tau_adapters.loop import EpisodeResult, run_episode
 from tau_adapters.protocol import AgentAdapter, SessionContext, UserSimulator
-from tau_bench.domains import Domain
-from tau_bench.env import Env
-from tau_bench.scoring import RewardResult
-from tau_bench.tasks import Task
+from tau_bench.suites import Domain, EpisodeEnv, Reward
+from tau_bench.toolserver.host import ToolServerHost
 
 
 @dataclass
@@ -19,17 +23,30 @@ class ScoredEpisode:
     task_id: int | str
     trial: int
     result: EpisodeResult
-    reward: RewardResult | None
-    env: Env
+    reward: Reward | None
+    env: EpisodeEnv
 
     @property
     def reward_value(self) -> float:
         return self.reward.reward if self.reward is not None else 0.0
 
 
+def score_episode(env: EpisodeEnv, stop_reason: str) -> Reward:
+    """The environment's reward; 0 (and `unfinished`) when the step limit cut it off.
+
+    The original only scored episodes that ended (user stop, terminate tool); one cut off
+    by max steps kept reward 0. The DB comparison is still recorded.
+    """
+    reward = env.reward()
+    if stop_reason == MAX_STEPS:
+        reward.reward = 0.0
+        reward.unfinished = True
+    return reward
+
+
 def session_for(
     domain: Domain,
-    task: Task,
+    task: Any,
     task_id: int | str,
     trial: int,
     *,
@@ -42,7 +59,7 @@ def session_for(
         tools=domain.tool_schemas,
         policy=domain.policy,
         task_id=task_id,
-        user_id=task.user_id,
+        user_id=getattr(task, "user_id", None),
         trial=trial,
         metadata={"terminate_tools": sorted(domain.terminate_tools), **(metadata or {})},
         task=task,
@@ -51,7 +68,7 @@ def session_for(
 
 async def run_task(
     domain: Domain,
-    task: Task,
+    task: Any,
     task_id: int | str,
     adapter: AgentAdapter,
     user: UserSimulator,
@@ -60,28 +77,30 @@ async def run_task(
     max_steps: int = DEFAULT_MAX_STEPS,
     max_tool_calls_per_turn: int | None = None,
     session: SessionContext | None = None,
-    env: Env | None = None,
+    env: EpisodeEnv | None = None,
+    tool_host: ToolServerHost | None = None,
 ) -> ScoredEpisode:
-    """Run `task` with `adapter` and `user` and score it (no reward if it errored)."""
-    env = env or Env(domain, task)
-    # Adapters whose agent calls tools over the network (server-side tools) serve this Env.
-    if session is None:
-        session = session_for(domain, task, task_id, trial, metadata={"env": env})
-    else:
-        session.metadata.setdefault("env", env)
-    result = await run_episode(
-        adapter,
-        env,
-        user,
-        session,
-        task.instruction,
-        max_steps=max_steps,
-        max_tool_calls_per_turn=max_tool_calls_per_turn,
-    )
-    reward = None if result.error is not None else env.reward()
-    if reward is not None and result.stop_reason == "max_steps":
-        # The original only scored episodes that ended (user stop, terminate tool); one
-        # cut off by max steps kept reward 0. The DB comparison is still recorded.
-        reward.reward = 0.0
-        reward.unfinished = True
+    """Run `task` with `adapter` and `user` and score it (no reward if it errored).
+
+    With `tool_host`, the episode's environment is served to the agent for the duration
+    of the episode (server-side tools) and the session carries its endpoint.
+    """
+    env = env or domain.new_env(task)
+    session = session or session_for(domain, task, task_id, trial)
+    endpoint = tool_host.open(env, domain, task_id) if tool_host is not None else None
+    session.tool_endpoint = endpoint
+    try:
+        result = await run_episode(
+            adapter,
+            env,
+            user,
+            session,
+            task.instruction,
+            max_steps=max_steps,
+            max_tool_calls_per_turn=max_tool_calls_per_turn,
+        )
+    finally:
+        if tool_host is not None and endpoint is not None:
+            tool_host.release(endpoint)
+    reward = None if result.error is not None else score_episode(env, result.stop_reason)
     return ScoredEpisode(task_id=task_id, trial=trial, result=result, reward=reward, env=env)

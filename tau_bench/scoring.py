@@ -92,14 +92,12 @@ _gt_lock = threading.Lock()
 
 def ground_truth(domain: Domain, task: Task) -> GroundTruth:
     """The DB state after the task's actions (terminate tools skipped), cached per task."""
-    from tau_bench.env import Env
-
     actions_key = json.dumps([a.model_dump() for a in task.actions], sort_keys=False)
     key = (domain.name, str(domain.data_dir), actions_key)
     cached = _gt_cache.get(key)
     if cached is not None:
         return cached
-    env = Env(domain, task)
+    env = domain.new_env(task)
     for action in task.actions:
         if action.name in domain.terminate_tools:
             continue

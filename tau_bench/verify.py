@@ -38,7 +38,7 @@ def verify_task(domain: Domain, task: Task, task_id: int) -> VerifiedTask:
             env.execute(action.name, action.kwargs)
             terminated = True
             break
-        if env.execute(action.name, action.kwargs).startswith("Error:"):
+        if env.execute(action.name, action.kwargs).is_error:
             errors += 1
     if not terminated:
         env.respond(outputs_message(task.outputs))

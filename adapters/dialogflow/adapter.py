@@ -26,6 +26,7 @@ from typing import Any
 
 from adapters.dialogflow.clients import Clients, make_clients
 from adapters.dialogflow.config import DialogflowConfig, load_config, session_id_for
+from adapters.dialogflow.options import DialogflowOptions
 from adapters.dialogflow.responses import ParsedResponse, PendingToolCall, parse_response
 from adapters.dialogflow.retry import (
     RetryLog,
@@ -406,6 +407,9 @@ class DialogflowAdapter:
 def build(options: Mapping[str, Any]) -> AgentProvider:
     """Entry point (`dialogflow-cx`, `decibel`): validate options, make the provider."""
     return DialogflowProvider(load_config(options))
+
+
+build.options_model = DialogflowOptions  # type: ignore[attr-defined]
 
 
 __all__ = ["DialogflowAdapter", "DialogflowProvider", "build"]

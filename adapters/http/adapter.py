@@ -3,7 +3,7 @@
 `build(options)` reads the config named by `options["http_config"]` (or
 `options["agent_options"]["http_config"]`; a path, or an already-parsed mapping) and
 returns an `HttpProvider`: one shared `httpx.AsyncClient` per event loop, and (in
-server-side-tools mode) one in-process tool server per run. Each episode gets an
+server-side-tools mode) a request for the harness's tool server. Each episode gets an
 `HttpAdapter` that keeps the conversation's variables and OpenAI-form history, renders the
 config's templates, and maps replies to `AgentTurn`s.
 """
@@ -12,10 +12,7 @@ from __future__ import annotations
 
 import asyncio
 import json
-import secrets
-import threading
 from collections.abc import Mapping
-from dataclasses import dataclass
 from typing import Any
 
 import httpx
@@ -23,7 +20,7 @@ import jmespath
 
 from adapters.http.config import BotConfig, ConfigError, LoadedConfig, RequestSpec, load_config
 from adapters.http.mapping import MappedReply, MappingError, map_reply
-from adapters.http.redact import Redactor
+from adapters.http.options import HttpOptions
 from adapters.http.templates import render_string
 from adapters.http.transport import Exchange, HttpTransport, Sleep, quote_payload
 from tau_adapters.protocol import (
@@ -33,32 +30,24 @@ from tau_adapters.protocol import (
     AgentTurn,
     SessionContext,
     ToolResults,
+    ToolServerRequest,
     Usage,
     UserTurn,
 )
+from tau_adapters.redaction import Redactor
 from tau_adapters.registry import AgentProvider
-from tau_bench.cli.errors import UserError
 
 
-class HttpConfigError(AdapterConfigError, UserError):
-    """A bad HTTP bot config: an adapter config error the CLI shows as one line."""
-
-
-@dataclass
-class ToolServerHandle:
-    """The in-process tool server of a run (server-side tools mode)."""
-
-    store: Any
-    server: Any
-    token: str
-    url: str
-
-    def close(self) -> None:
-        self.server.stop()
+class HttpConfigError(AdapterConfigError):
+    """A bad HTTP bot config (shown as one line by the CLI)."""
 
 
 class HttpProvider:
-    """Built once per run: the config, shared HTTP clients, the tool server."""
+    """Built once per run: the config and shared HTTP clients.
+
+    In server-side-tools mode (`server_tools: {enabled: true}`) it asks the harness for a
+    tool server (`tool_server`); each episode's session then carries its endpoint.
+    """
 
     def __init__(self, loaded: LoadedConfig, *, sleep: Sleep | None = None) -> None:
         self.loaded = loaded
@@ -66,8 +55,12 @@ class HttpProvider:
         self.redactor = Redactor(loaded.secrets, max_chars=loaded.config.raw_max_chars)
         self._sleep = sleep
         self._clients: dict[asyncio.AbstractEventLoop, httpx.AsyncClient] = {}
-        self._tools: ToolServerHandle | None = None
-        self._lock = threading.Lock()
+        st = self.config.server_tools
+        self.tool_server: ToolServerRequest | None = (
+            ToolServerRequest(host=st.host, port=st.port, public_url=st.public_url, ttl=st.ttl)
+            if st.enabled
+            else None
+        )
 
     def new_adapter(self) -> HttpAdapter:
         return HttpAdapter(self)
@@ -84,42 +77,12 @@ class HttpProvider:
             self._clients[loop] = client
         return HttpTransport(client, self.config, self.redactor, sleep=self._sleep)
 
-    def tool_server(self, domain: Any) -> ToolServerHandle:
-        """The run's tool server, started on first use (127.0.0.1, ephemeral port)."""
-        with self._lock:
-            if self._tools is None:
-                from adapters.http.toolserver import BackgroundServer, SessionStore, create_app
-
-                st = self.config.server_tools
-                token = secrets.token_urlsafe(32)
-                self.redactor.add(token)
-                store = SessionStore(domain, ttl=st.ttl)
-                server = BackgroundServer(
-                    create_app(store, token, server_url=st.public_url), st.host, st.port
-                )
-                url = server.start()
-                self._tools = ToolServerHandle(
-                    store=store, server=server, token=token, url=(st.public_url or url).rstrip("/")
-                )
-            return self._tools
-
-    def release_tool_session(self, session_id: str) -> None:
-        """Stop serving an episode's DB (the Env itself stays with the harness)."""
-        with self._lock:
-            tools = self._tools
-        if tools is not None:
-            tools.store.delete(session_id)
-
     async def aclose(self) -> None:
         clients, self._clients = list(self._clients.items()), {}
         running = asyncio.get_running_loop()
         for loop, client in clients:
             if loop is running:
                 await client.aclose()
-        with self._lock:
-            tools, self._tools = self._tools, None
-        if tools is not None:
-            await asyncio.to_thread(tools.close)
 
 
 def _history_tool_calls(turn: AgentTurn) -> list[dict[str, Any]]:
@@ -149,7 +112,6 @@ class HttpAdapter:
         self._history: list[dict[str, Any]] = []
         self._pending: list[Exchange] = []
         self._calls = 0
-        self._tool_session: str | None = None
         self._transport: HttpTransport | None = None
         self._started = False
 
@@ -180,16 +142,11 @@ class HttpAdapter:
             self._vars[name] = None
         self._vars["tool_mcp_url"] = self._vars["tool_openapi_url"] = None
         if cfg.server_tools.enabled:
-            await self._open_tool_session(session)
+            self._use_tool_endpoint(session)
         self._vars["bot_session_id"] = render_string(cfg.session.id, self._vars)
         self._set_turn_vars()
-        try:
-            if cfg.session.start is not None:
-                await self._start_bot_session(cfg)
-        except BaseException:
-            # The loop only closes adapters whose start succeeded: clean up here.
-            self._release_tool_session()
-            raise
+        if cfg.session.start is not None:
+            await self._start_bot_session(cfg)
         self._started = True
 
     async def _start_bot_session(self, cfg: BotConfig) -> None:
@@ -206,42 +163,30 @@ class HttpAdapter:
                 )
             self._vars["bot_session_id"] = str(sid)
 
-    async def _open_tool_session(self, session: SessionContext) -> None:
-        env = session.metadata.get("env")
-        if env is None or not hasattr(env, "execute"):
+    def _use_tool_endpoint(self, session: SessionContext) -> None:
+        endpoint = session.tool_endpoint
+        if endpoint is None:
             raise AdapterConfigError(
-                "server_tools needs the episode's Env in session.metadata['env'] "
-                "(tau_bench.episode.run_task puts it there)"
+                "server_tools is enabled but the harness gave this session no tool endpoint "
+                "(run it through `tau run`, which starts the tool server)"
             )
-        # Starting the server (first episode only) blocks: keep it off the event loop.
-        handle = await asyncio.to_thread(self.provider.tool_server, env.domain)
-        tool_session = handle.store.register(env, task_id=session.task_id)
-        self._tool_session = tool_session.id
-        base = handle.url
+        self.provider.redactor.add(endpoint.token)
         self._vars.update(
-            tool_server_url=base,
-            tool_session_id=tool_session.id,
-            tool_session_url=f"{base}/sessions/{tool_session.id}",
-            tool_token=handle.token,
-            tool_mcp_url=f"{base}/mcp?session={tool_session.id}",
-            tool_openapi_url=f"{base}/openapi.json",
+            tool_server_url=endpoint.base_url,
+            tool_session_id=endpoint.session_id,
+            tool_session_url=endpoint.session_url,
+            tool_token=endpoint.token,
+            tool_mcp_url=endpoint.mcp_url,
+            tool_openapi_url=endpoint.openapi_url,
         )
 
     async def close(self) -> None:
         if not self._started:
             return
         self._started = False
-        try:
-            end = self.config.session.end
-            if end is not None:
-                await self._call(end)
-        finally:
-            self._release_tool_session()
-
-    def _release_tool_session(self) -> None:
-        if self._tool_session is not None:
-            self.provider.release_tool_session(self._tool_session)
-            self._tool_session = None
+        end = self.config.session.end
+        if end is not None:
+            await self._call(end)
 
     # -- turns ----------------------------------------------------------------------
 
@@ -395,3 +340,6 @@ def build(options: Mapping[str, Any]) -> AgentProvider:
     except ConfigError as exc:
         raise HttpConfigError(str(exc)) from None
     return HttpProvider(loaded)
+
+
+build.options_model = HttpOptions  # type: ignore[attr-defined]

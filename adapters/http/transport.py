@@ -15,18 +15,19 @@ import random
 import time
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, TypeVar
 from urllib.parse import quote
 
 import httpx
 from tenacity import AsyncRetrying, RetryCallState, retry_if_exception, stop_after_attempt
 
-from adapters.http.config import BotConfig, RequestSpec
-from adapters.http.redact import Redactor
+from adapters.http.config import BotConfig, RequestSpec, RetryConfig
 from adapters.http.sse import as_document, read_events
 from adapters.http.templates import render, render_string
 from tau_adapters.protocol import AdapterAuthError, AdapterError, AdapterProtocolError
+from tau_adapters.redaction import Redactor
 
+T = TypeVar("T")
 Sleep = Callable[[float], Awaitable[None]]
 _QUOTE_LIMIT = 500
 
@@ -70,6 +71,43 @@ def parse_retry_after(value: str | None) -> float | None:
     return max(0.0, when.timestamp() - time.time())
 
 
+RetryPolicy = RetryConfig
+"""The HTTP adapter's retry policy is its config file's `retry:` section (same name as the
+Dialogflow adapter's and the LLM layer's)."""
+
+
+async def call_with_retries(
+    call: Callable[[], Awaitable[T]], policy: RetryPolicy, *, sleep: Sleep = asyncio.sleep
+) -> T:
+    """`await call()`, retrying the statuses the policy lists (honouring Retry-After, capped)
+    and, when it says so, connection errors, with exponential backoff and jitter. The last
+    exception is re-raised as is."""
+
+    def retryable(exc: BaseException) -> bool:
+        if isinstance(exc, _RetryableStatus):
+            return True
+        return policy.connection_errors and isinstance(exc, httpx.TransportError)
+
+    def wait(state: RetryCallState) -> float:
+        exc = state.outcome.exception() if state.outcome is not None else None
+        if isinstance(exc, _RetryableStatus) and exc.retry_after is not None:
+            return min(exc.retry_after, policy.retry_after_max)
+        base = min(policy.backoff_max, policy.backoff_initial * 2 ** (state.attempt_number - 1))
+        return base * (0.5 + random.random() / 2)
+
+    retrying = AsyncRetrying(
+        stop=stop_after_attempt(policy.max_attempts),
+        retry=retry_if_exception(retryable),
+        wait=wait,
+        sleep=sleep,
+        reraise=True,
+    )
+    async for attempt in retrying:
+        with attempt:
+            return await call()
+    raise AssertionError("unreachable: tenacity either returns or re-raises")
+
+
 class HttpTransport:
     """Sends `RequestSpec`s for one bot config; shares the caller's `httpx.AsyncClient`."""
 
@@ -111,36 +149,18 @@ class HttpTransport:
         params = {k: v for k, v in (render(spec.query, variables) or {}).items() if v is not None}
         body = render(spec.body, variables) if spec.body is not None else None
         shown_url = self.redactor.text(url)
-        retry = self.config.retry
         attempts = 0
         started = time.perf_counter()
 
-        def retryable(exc: BaseException) -> bool:
-            if isinstance(exc, _RetryableStatus):
-                return True
-            return retry.connection_errors and isinstance(exc, httpx.TransportError)
+        async def once() -> tuple[int, Any, Any]:
+            nonlocal attempts
+            attempts += 1
+            return await self._once(spec, url, shown_url, headers, params, body)
 
-        def wait(state: RetryCallState) -> float:
-            exc = state.outcome.exception() if state.outcome is not None else None
-            if isinstance(exc, _RetryableStatus) and exc.retry_after is not None:
-                return min(exc.retry_after, retry.retry_after_max)
-            base = min(retry.backoff_max, retry.backoff_initial * 2 ** (state.attempt_number - 1))
-            return base * (0.5 + random.random() / 2)
-
-        retrying = AsyncRetrying(
-            stop=stop_after_attempt(retry.max_attempts),
-            retry=retry_if_exception(retryable),
-            wait=wait,
-            sleep=self._sleep,
-            reraise=True,
-        )
         try:
-            async for attempt in retrying:
-                with attempt:
-                    attempts += 1
-                    status, document, shown = await self._once(
-                        spec, url, shown_url, headers, params, body
-                    )
+            status, document, shown = await call_with_retries(
+                once, self.config.retry, sleep=self._sleep
+            )
         except _RetryableStatus as exc:
             raise AdapterError(
                 f"HTTP bot answered {exc.status} to {spec.method} {shown_url} "

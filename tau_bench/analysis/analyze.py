@@ -23,9 +23,9 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from tau_bench.analysis.loading import Run
-from tau_bench.analysis.task_ids import TaskId, sort_key
 from tau_bench.llm import LLMConfig, LLMError, complete
 from tau_bench.results import EpisodeRecord, is_success
+from tau_bench.task_ids import TaskId, sort_key
 
 FAULT_AUTHORS = ("user", "agent", "environment")
 FAULT_TYPES = (

@@ -19,9 +19,9 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
-from tau_bench.analysis.task_ids import TaskId, parse_task_id, qualify, sort_key, task_domain
 from tau_bench.metrics import domain_of, user_model_of
 from tau_bench.results import EpisodeRecord, LogFileError, read_log
+from tau_bench.task_ids import TaskId, parse_task_id, qualify, sort_key, task_domain
 
 
 class ResultsLoadError(ValueError):

@@ -27,8 +27,8 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
-from tau_bench.analysis.task_ids import file_part, sort_key
 from tau_bench.results import EpisodeRecord
+from tau_bench.task_ids import file_part, sort_key
 from tau_bench.tasks import RESPOND_ACTION
 
 _UNSAFE = re.compile(r"[^A-Za-z0-9._-]+")

@@ -25,8 +25,8 @@ from tau_bench.analysis.compare import Cell, Comparison
 from tau_bench.analysis.episode_html import episode_html
 from tau_bench.analysis.loading import Run
 from tau_bench.analysis.tables import cell_text, fmt, fmt_cost, fmt_seconds, user_text
-from tau_bench.analysis.task_ids import TaskId, sort_key
 from tau_bench.results import EpisodeRecord
+from tau_bench.task_ids import TaskId, sort_key
 
 CSS = """
 :root{--fg:#1d232a;--muted:#66707a;--line:#d9dee3;--bg:#fff;--soft:#f5f7f9}

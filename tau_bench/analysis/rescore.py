@@ -32,12 +32,12 @@ from typing import Any
 from pydantic import ValidationError
 
 from tau_bench.analysis.loading import LOG, Run
-from tau_bench.analysis.task_ids import TaskId, task_index
 from tau_bench.domains import Domain
 from tau_bench.env import Env
 from tau_bench.metrics import domain_of, summarize
 from tau_bench.results import EpisodeRecord, now_iso, write_json_atomic
 from tau_bench.scoring import RewardResult
+from tau_bench.task_ids import TaskId, task_index
 from tau_bench.tasks import RESPOND_ACTION, Task
 
 
@@ -224,7 +224,7 @@ def replay(env: Env, messages: list[dict[str, Any]]) -> ReplayStats:
         for position, call in enumerate(calls):
             fn = call.get("function") or {}
             name = str(fn.get("name", ""))
-            observation = env.execute(name, _arguments(fn.get("arguments")))
+            observation = env.execute(name, _arguments(fn.get("arguments"))).content
             stats.tool_calls += 1
             old = _recorded_for(call, position, block)
             if old is not None and old != observation:

@@ -24,8 +24,6 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
-
 DOMAINS = ("airline", "retail")
 LEVELS = ("easy", "medium", "hard")
 
@@ -76,11 +74,13 @@ def run(
     data_dir: Path | None = None,
 ) -> dict[str, Any]:
     """Generate `samples` per (domain, level); the per-run reports and the totals."""
-    import litellm  # noqa: F401  (imported up front: its import time is not generation time)
+    from tau_bench.llm.runtime import litellm
+
+    litellm()  # configured and imported up front: its import time is not generation time
 
     from tau_bench.domains import load_domain
+    from tau_bench.fakes import OpenAIServer
     from tau_bench.sdg.fake import FakeModel
-    from tau_bench.sdg.fake.server import FakeModelServer
 
     results: list[dict[str, Any]] = []
     with tempfile.TemporaryDirectory(prefix="sdg-bench-") as tmp:
@@ -88,7 +88,7 @@ def run(
             domain = load_domain(name, data_dir)
             _ = domain.base_db.data_hash  # the one-off hash index is not generation time
             model = FakeModel(domain, fault_picker(fault_rate, seed))
-            with FakeModelServer(model.reply, latency=latency) as server:
+            with OpenAIServer(model.respond, latency=latency) as server:
                 for level in levels:
                     results.append(
                         asyncio.run(

@@ -6,12 +6,9 @@ lazily so that `tau tasks verify` does not pay for importing litellm or gRPC.
 
 from __future__ import annotations
 
-import os
 import sys
 
 import typer
-
-os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
 
 app = typer.Typer(
     name="tau",
@@ -36,6 +33,7 @@ _COMMANDS = [
         "eval",
         "Several user models x tasks x k samples: pass@k and pass^k.",
     ),
+    ("tau_bench.cli.adapters_cmd", "adapters", "adapters", "Installed agents and their flags."),
     ("tau_bench.cli.data_cmd", "app", "data", "Benchmark data: where it is, pull it."),
     ("tau_bench.cli.env_cmd", "app", "env", "Run domain tools by hand (debugging)."),
     ("tau_bench.cli.tasks_cmd", "app", "tasks", "Browse and verify benchmark tasks."),
@@ -52,9 +50,7 @@ _COMMANDS = [
     ("tau_bench.cli.compare_cmd", "analyze", "analyze", "LLM error analysis of failed episodes."),
     ("tau_bench.cli.compare_cmd", "export", "export", "Export results (mt-bench)."),
     ("tau_bench.cli.serve_cmd", "serve", "serve", "Serve the evaluation HTTP API."),
-    ("adapters.dialogflow.cli", "app", "dialogflow", "Dialogflow CX: emulator and provisioning."),
-    ("adapters.http.cli", "app", "http", "HTTP chatbot adapter: starter configs."),
-    ("adapters.http.tools_cli", "app", "tools", "Serve domain tools to agents that call them."),
+    ("tau_bench.cli.tools_cmd", "app", "tools", "Serve domain tools to agents that call them."),
 ]
 
 
@@ -72,17 +68,38 @@ def _register() -> None:
         if isinstance(target, typer.Typer):
             app.add_typer(target, name=name, help=help_text)
         else:
-            app.command(
-                name=name, help=help_text, context_settings={"allow_interspersed_args": True}
-            )(target)
+            settings = getattr(module, "CONTEXT_SETTINGS", {"allow_interspersed_args": True})
+            app.command(name=name, help=help_text, context_settings=settings)(target)
+
+
+# Adapters' harness commands (`tau dialogflow ...`, `tau http ...`) are plug-ins: each
+# registers a typer app under this entry-point group, as adapters register themselves.
+COMMANDS_GROUP = "tau_adapters.commands"
+
+
+def _register_plugins() -> None:
+    from importlib.metadata import entry_points
+
+    for ep in sorted(entry_points(group=COMMANDS_GROUP), key=lambda e: e.name):
+        try:
+            target = ep.load()
+        except ImportError:
+            continue  # its optional dependencies are not installed: `tau --help` omits it
+        if isinstance(target, typer.Typer):
+            doc = (target.info.help or "").strip().splitlines()
+            app.add_typer(target, name=ep.name, help=doc[0] if doc else None)
 
 
 _register()
+_register_plugins()
 
 
 def main() -> None:
     """Console entry point: user errors print a message and exit non-zero, no traceback."""
     from tau_bench.cli.errors import run_cli
+    from tau_bench.llm.runtime import configure_litellm
+
+    configure_litellm()  # the one place a `tau` process sets litellm's options
 
     sys.exit(run_cli(app))
 

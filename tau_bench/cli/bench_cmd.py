@@ -5,10 +5,24 @@ from __future__ import annotations
 import json
 import platform
 from pathlib import Path
+from typing import Any
 
 import typer
 
 app = typer.Typer(no_args_is_help=True)
+
+
+def _throwaway_progress() -> Any:
+    """The CLI's progress bar drawing into a throwaway terminal: its cost, not its look.
+    Module-level so that spawned benchmark processes can unpickle it."""
+    import io
+
+    from rich.console import Console
+
+    from tau_bench.cli.run_progress import RichProgress
+
+    console = Console(file=io.StringIO(), force_terminal=True, width=120)
+    return RichProgress(console, enabled=True)
 
 
 def _machine() -> str:
@@ -44,7 +58,7 @@ def runner(
         "1:20,50:500,200:500", help="concurrency:episodes pairs, comma separated."
     ),
     episodes: int | None = typer.Option(None, help="Episodes at every level (overrides)."),
-    latency: float = typer.Option(0.2, help="Seconds the mock server takes per model call."),
+    latency: float = typer.Option(0.2, help="Seconds the fake server takes per model call."),
     env: str = typer.Option("airline", help="Domain of the (scripted) episodes."),
     stack: str = typer.Option(
         "both", help="litellm | litellm-sdk | raw, or both (litellm, raw) or all."
@@ -57,7 +71,7 @@ def runner(
     json_out: Path | None = typer.Option(None, "--json", help="Also write the rows as JSON."),
     markdown: bool = typer.Option(False, help="Also print the table as Markdown."),
 ) -> None:
-    """`tau run` against a mock OpenAI server: wall time vs the latency bound, CPU, RSS."""
+    """`tau run` against a fake OpenAI server: wall time vs the latency bound, CPU, RSS."""
     from rich.console import Console
 
     from tau_bench.benchmarks import runner as bench
@@ -92,7 +106,7 @@ def runner(
             str(root),
             stacks,
             model=model,
-            progress=progress,
+            progress=_throwaway_progress if progress else None,
             processes=processes,
             workers=workers,
         )

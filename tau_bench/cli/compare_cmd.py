@@ -8,21 +8,17 @@ from __future__ import annotations
 
 import sys
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated, Any, NoReturn
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
+
+from tau_bench.cli.errors import fail
 
 if TYPE_CHECKING:
     from tau_bench.analysis.compare import Comparison
     from tau_bench.analysis.loading import Run
 
 RESULTS_HELP = "Results files (a run's .jsonl log or τ-bench .json) or folders of them."
-
-
-def _fail(message: str, code: int = 2) -> NoReturn:
-    """One line on stderr and exit `code` (SystemExit keeps the code under run_cli)."""
-    print(f"error: {message}", file=sys.stderr)
-    raise SystemExit(code)
 
 
 def _note(message: str) -> None:
@@ -42,7 +38,7 @@ def _load(paths: list[Path]) -> list[Run]:
     try:
         loaded = load_runs(list(paths))
     except ResultsLoadError as exc:
-        _fail(str(exc))
+        fail(str(exc))
     for reason in loaded.skipped:
         _note(f"skipped: {reason}")
     return loaded.runs
@@ -62,9 +58,9 @@ def _compare(
     from tau_bench.analysis.compare import ComparisonError, UnknownBaseline, compare_runs
 
     if resamples < 1:
-        _fail("--bootstrap must be at least 1")
+        fail("--bootstrap must be at least 1")
     if not 0 < confidence < 1:
-        _fail("--confidence must be between 0 and 1 (e.g. 0.95)")
+        fail("--confidence must be between 0 and 1 (e.g. 0.95)")
     runs = _load(results)
     try:
         return compare_runs(
@@ -77,9 +73,9 @@ def _compare(
             by_user_model=by_user_model,
         )
     except UnknownBaseline as exc:
-        _fail(f"--{exc}")
+        fail(f"--{exc}")
     except ComparisonError as exc:
-        _fail(str(exc))
+        fail(str(exc))
 
 
 Results = Annotated[list[Path], typer.Argument(help=RESULTS_HELP, show_default=False)]
@@ -170,7 +166,7 @@ def report(
         try:
             _pyplot()
         except MissingPlotLibrary as exc:
-            _fail(f"--png-dir: {exc}")
+            fail(f"--png-dir: {exc}")
     comparison = _compare(
         results,
         intersect=intersect,
@@ -183,7 +179,7 @@ def report(
     try:
         write_report(output, comparison, title=title)
     except OSError as exc:
-        _fail(f"cannot write {output}: {exc.strerror}")
+        fail(f"cannot write {output}: {exc.strerror}")
     _note(f"wrote {output} ({output.stat().st_size / 1e6:.1f} MB)")
     if png_dir is not None:
         from tau_bench.analysis.plots import write_pngs
@@ -231,19 +227,24 @@ def rescore(
     """Replay recorded trajectories on today's domain and recompute their rewards."""
     from tau_bench.analysis.loading import ResultsLoadError, load_run
     from tau_bench.analysis.rescore import RescoreError, rescore_run, write_rescored
-    from tau_bench.domains import load_domain
+    from tau_bench.domains import Domain as V1Domain
+    from tau_bench.suites import load_domain
 
     if results.is_dir():
-        _fail(f"rescore takes one results file, not a folder: {results}")
+        fail(f"rescore takes one results file, not a folder: {results}")
     try:
         run = load_run(results)
     except ResultsLoadError as exc:
-        _fail(str(exc))
+        fail(str(exc))
     names = [e.strip() for e in env.split(",") if e.strip()] if env else run.domains
     if not names:
-        _fail(f"{results} does not say its domain: pass --env airline or --env retail")
+        fail(f"{results} does not say its domain: pass --env airline or --env retail")
     # unknown env / data dir: run_cli reports them
-    domains = {name: load_domain(name, data_dir) for name in names}
+    loaded = {name: load_domain(name, data_dir) for name in names}
+    # This results format is τ-bench v1's; its domains are the v1 suite's.
+    domains = {n: d for n, d in loaded.items() if isinstance(d, V1Domain)}
+    if len(domains) != len(loaded):
+        fail("this results file is in τ-bench v1's format: rescore it with a v1 --env")
     try:
         outcome = rescore_run(
             run,
@@ -253,7 +254,7 @@ def rescore(
             score_unfinished=score_unfinished,
         )
     except RescoreError as exc:
-        _fail(str(exc))
+        fail(str(exc))
     _print_rescore(outcome)
     if output is not None:
         write_rescored(outcome, output)
@@ -340,9 +341,9 @@ def analyze(
     from tau_bench.results import write_json_atomic
 
     if max_concurrency < 1:
-        _fail("--max-concurrency must be at least 1")
+        fail("--max-concurrency must be at least 1")
     if max_num_failed_results is not None and max_num_failed_results < 0:
-        _fail("--max-num-failed-results must not be negative")
+        fail("--max-num-failed-results must not be negative")
     runs = _load(results)
     config = LLMConfig(
         model=model, provider=model_provider, api_base=api_base, temperature=temperature
@@ -402,7 +403,7 @@ def export(
     from tau_bench.analysis.mt_bench import write_mt_bench
 
     if format != "mt-bench":
-        _fail(f"unknown export format {format!r} (available: mt-bench)")
+        fail(f"unknown export format {format!r} (available: mt-bench)")
     for run in _load(results):
         folder = write_mt_bench(
             run.records,

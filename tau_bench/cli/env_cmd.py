@@ -23,11 +23,10 @@ def exec_(
 ) -> None:
     """Read tool calls as JSON lines on stdin; write one JSON line per call."""
     from tau_bench.cli.errors import fail
-    from tau_bench.domains import load_domain
-    from tau_bench.env import Env
+    from tau_bench.suites import load_domain
 
     domain = load_domain(env, data_dir)
-    environment = Env(domain)
+    environment = domain.new_env()
     out = sys.stdout
     for lineno, line in enumerate(sys.stdin, start=1):
         if not line.strip():
@@ -39,11 +38,11 @@ def exec_(
         if not isinstance(request, dict):
             fail(f"line {lineno}: expected a JSON object")
         if request.get("reset") is True:
-            environment.reset()
+            environment = domain.new_env()
             continue
         if "name" not in request:
             fail(f'line {lineno}: expected {{"name": ..., "kwargs": {{...}}}} or {{"reset": true}}')
-        observation = environment.execute(request["name"], request.get("kwargs", {}))
+        observation = environment.execute(request["name"], request.get("kwargs", {})).content
         out.write(
             json.dumps({"observation": observation, "data_hash": environment.data_hash()}) + "\n"
         )

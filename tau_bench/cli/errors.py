@@ -1,9 +1,20 @@
-"""Turn expected failures into one clear line on stderr and a non-zero exit code."""
+"""The CLI's one error path: expected failures become one clear line and an exit code.
+
+Two kinds of expected failure reach the user:
+
+- usage errors (unknown flag, missing value, a value of the wrong type): click prints its
+  short usage and one `Error: ...` line, exit 2. typer 0.29 raises its own vendored copy
+  of click's exceptions, so both class families are recognised here;
+- user errors raised by commands (`fail`, `UserError`, a bad data directory, an unknown
+  domain...): one `error: ...` line, exit 2 unless the command says otherwise.
+
+Anything else is a bug and keeps its traceback.
+"""
 
 from __future__ import annotations
 
 import sys
-from typing import Any
+from typing import Any, NoReturn
 
 import typer
 
@@ -12,42 +23,85 @@ class UserError(Exception):
     """An error caused by the user's input or environment; shown without a traceback."""
 
 
+def fail(message: str, code: int = 2) -> NoReturn:
+    """Print `error: message` on stderr and exit with `code` (the one helper for commands).
+
+    SystemExit, not typer.Exit: with standalone_mode=False click turns Exit into a return
+    value, and CliRunner, `run_cli` and plain Python all keep SystemExit's code.
+    """
+    print(f"error: {message}", file=sys.stderr, flush=True)
+    raise SystemExit(code)
+
+
 def _user_error_types() -> tuple[type[BaseException], ...]:
+    from tau_adapters.protocol import AdapterConfigError
     from tau_bench.data.paths import DataDirError
-    from tau_bench.domains import UnknownDomainError, UnknownSplitError
+    from tau_bench.suites import UnknownDomainError, UnknownSplitError
     from tau_bench.tasks import TaskFileError
 
-    return (UserError, DataDirError, UnknownDomainError, UnknownSplitError, TaskFileError)
+    return (
+        UserError,
+        AdapterConfigError,
+        DataDirError,
+        UnknownDomainError,
+        UnknownSplitError,
+        TaskFileError,
+    )
 
 
-def run_cli(app: typer.Typer) -> int:
+def _click_families() -> tuple[
+    tuple[type[BaseException], ...],
+    tuple[type[BaseException], ...],
+    tuple[type[BaseException], ...],
+]:
+    """(exit, abort, shown) exception classes of typer's vendored click and of click itself."""
+    from typer._click import exceptions as vendored
+
+    exits: list[type[BaseException]] = [typer.Exit]
+    aborts: list[type[BaseException]] = [typer.Abort]
+    shown: list[type[BaseException]] = [vendored.ClickException]
     try:
-        outcome = app(standalone_mode=False)
+        import click
+    except ImportError:  # typer 0.29 no longer needs click itself
+        pass
+    else:
+        exits.append(click.exceptions.Exit)
+        aborts.append(click.exceptions.Abort)
+        shown.append(click.ClickException)
+    return tuple(exits), tuple(aborts), tuple(shown)
+
+
+def handle_error(exc: BaseException) -> int | None:
+    """The exit code for an expected failure, after printing it; None for a bug."""
+    exits, aborts, shown = _click_families()
+    if isinstance(exc, exits):
+        return int(getattr(exc, "exit_code", 0) or 0)
+    if isinstance(exc, shown):
+        exc.show()  # type: ignore[attr-defined]
+        return int(getattr(exc, "exit_code", 1))
+    if isinstance(exc, aborts):
+        print("aborted", file=sys.stderr)
+        return 1
+    if isinstance(exc, _user_error_types()):
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+    return None
+
+
+def run_cli(app: Any, args: list[str] | None = None) -> int:
+    """Run a typer app (or click command) and return its exit code; never a traceback
+    for usage or user errors."""
+    try:
+        outcome = app(args=args, standalone_mode=False)
     except SystemExit as exc:
         return int(exc.code or 0) if not isinstance(exc.code, str) else 1
     except KeyboardInterrupt:
         print("interrupted", file=sys.stderr)
         return 130
     except Exception as exc:
-        import click
-
-        if isinstance(exc, click.exceptions.Exit):
-            return exc.exit_code
-        if isinstance(exc, click.ClickException):
-            exc.show()
-            return exc.exit_code
-        if isinstance(exc, click.exceptions.Abort):
-            print("aborted", file=sys.stderr)
-            return 1
-        if isinstance(exc, _user_error_types()):
-            print(f"error: {exc}", file=sys.stderr)
-            return 2
-        raise
+        code = handle_error(exc)
+        if code is None:
+            raise
+        return code
     # Without standalone mode click returns typer.Exit's code instead of raising it.
     return outcome if isinstance(outcome, int) else 0
-
-
-def fail(message: str, code: int = 2) -> Any:
-    """Print `message` and exit with `code` (for use inside commands)."""
-    print(f"error: {message}", file=sys.stderr)
-    raise typer.Exit(code)

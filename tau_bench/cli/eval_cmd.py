@@ -12,7 +12,8 @@ from typing import Annotated, Any
 
 import typer
 
-from tau_bench.cli.run_cmd import RichProgress, fail
+from tau_bench.cli.errors import fail
+from tau_bench.cli.run_progress import RichProgress
 
 
 def eval(
@@ -26,8 +27,9 @@ def eval(
         int | None,
         typer.Option("--num-samples", help="Samples (trials) per user model and task."),
     ] = None,
-    max_turns: Annotated[
-        int | None, typer.Option("--max-turns", help="Agent actions per episode (= --max-steps).")
+    max_steps: Annotated[
+        int | None,
+        typer.Option("--max-steps", help="Agent actions (tool calls + messages) per episode."),
     ] = None,
     max_concurrency: Annotated[
         int | None,
@@ -52,7 +54,7 @@ def eval(
     overrides = {
         "user_models": user_models,
         "num_samples": num_samples,
-        "max_turns": max_turns,
+        "max_steps": max_steps,
         "max_concurrency": max_concurrency,
         "name": name,
         "log_dir": log_dir,
@@ -61,8 +63,6 @@ def eval(
     try:
         data = read_yaml_mapping(config)
         data = {str(k).replace("-", "_"): v for k, v in data.items()}
-        if max_turns is not None:
-            data.pop("max_steps", None)
         data.update({k: v for k, v in overrides.items() if v is not None})
         cfg = eval_config_from_mapping(data)
     except RunConfigError as exc:
@@ -77,8 +77,8 @@ def _execute(cfg: Any, *, resume: bool, quiet: bool, config_path: Path) -> None:
 
     from tau_bench.config import RunConfigError
     from tau_bench.data.paths import DataDirError
-    from tau_bench.domains import UnknownDomainError, UnknownSplitError
     from tau_bench.runner import prepare_eval, run_eval
+    from tau_bench.suites import UnknownDomainError, UnknownSplitError
     from tau_bench.tasks import TaskFileError
 
     try:

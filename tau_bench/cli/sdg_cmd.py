@@ -102,7 +102,7 @@ def _domain(env: str, data_dir: Path | None) -> Any:
     """The domain, or a one-line error (unknown env, missing data)."""
     from tau_bench.cli.errors import fail
     from tau_bench.data.paths import DataDirError
-    from tau_bench.domains import UnknownDomainError, load_domain
+    from tau_bench.suites import UnknownDomainError, load_domain
 
     try:
         return load_domain(env, data_dir)

@@ -9,10 +9,11 @@ from __future__ import annotations
 
 import sys
 from pathlib import Path
-from typing import Annotated, Any, NoReturn
+from typing import Annotated, Any
 
 import typer
 
+from tau_bench.cli.errors import fail
 from tau_bench.service.settings import (
     DEFAULT_SCORES_SETTINGS,
     LOOPBACK_HOSTS,
@@ -23,12 +24,6 @@ from tau_bench.service.settings import (
 SCORES_PANEL = "GET /scores defaults (MT-bench compatibility)"
 GRACEFUL_SHUTDOWN = 5  # seconds open requests (long polls) get before runs are stopped
 MIN_TOKEN_LENGTH = 16
-
-
-def fail(message: str, code: int = 2) -> NoReturn:
-    """One line on stderr and exit `code` (SystemExit keeps the code without standalone mode)."""
-    print(f"error: {message}", file=sys.stderr)
-    raise SystemExit(code)
 
 
 def _note(message: str) -> None:

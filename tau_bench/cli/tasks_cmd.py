@@ -16,7 +16,7 @@ DATA_OPT = typer.Option(None, "--data-dir", help="τ-bench data directory.")
 
 
 def _load(env: str, split: str, data_dir: Path | None, tasks_file: Path | None = None):  # type: ignore[no-untyped-def]
-    from tau_bench.domains import load_domain
+    from tau_bench.suites import load_domain
     from tau_bench.tasks import load_tasks
 
     domain = load_domain(env, data_dir)

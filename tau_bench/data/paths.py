@@ -1,5 +1,8 @@
 """Find the benchmark data directory: --data-dir, then TAU_BENCH_DATA, then the user cache.
 
+Imports point one way: this module may call `tau_bench.data.pull` (lazily, to fill the
+cache on first use); `pull` never imports this module (its error type is in `errors`).
+
 The data (DB JSON, tasks, policy, tool schemas) is never part of the package. The cache
 is filled by `tau data pull` (automatically on first use) from the pinned upstream commit.
 """
@@ -8,6 +11,8 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
+
+from tau_bench.data.errors import DataDirError as DataDirError  # re-exported: its old home
 
 ENV_VAR = "TAU_BENCH_DATA"
 DOMAINS = ("airline", "retail")
@@ -27,10 +32,6 @@ REQUIRED_FILES = (
     "retail/tools.json",
     "retail/policy.md",
 )
-
-
-class DataDirError(RuntimeError):
-    """The data directory is missing or incomplete; the message says what to do."""
 
 
 def cache_dir() -> Path:

@@ -36,7 +36,7 @@ from typing import Any
 
 import httpx
 
-from tau_bench.data.paths import DataDirError
+from tau_bench.data.errors import DataDirError
 from tau_bench.data.upstream import PINNED_COMMIT, UPSTREAM_REPO
 from tau_bench.data.upstream_source import (
     UpstreamSourceError,

@@ -5,14 +5,20 @@ from __future__ import annotations
 import importlib
 import json
 import threading
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from tau_bench.data.paths import resolve_data_dir
 from tau_bench.db import BaseDB
 from tau_bench.domains.tool import Tool
+from tau_bench.errors import UnknownDomainError, UnknownSplitError
 from tau_bench.tasks import Task, load_tasks
+
+if TYPE_CHECKING:
+    from tau_bench.env import Env
+    from tau_bench.verify import VerifiedTask
 
 DOMAIN_NAMES = ("airline", "retail")
 TABLES = {
@@ -21,14 +27,6 @@ TABLES = {
 }
 SPLITS = {"airline": ("test",), "retail": ("test", "train", "dev")}
 TERMINATE_TOOLS = frozenset({"transfer_to_human_agents"})
-
-
-class UnknownDomainError(ValueError):
-    pass
-
-
-class UnknownSplitError(ValueError):
-    pass
 
 
 @dataclass
@@ -43,13 +41,41 @@ class Domain:
     policy: str
     rules: list[str]
     terminate_tools: frozenset[str] = TERMINATE_TOOLS
+    suite: str = "tau-bench"
     _splits: dict[str, list[Task]] = field(default_factory=dict)
 
     @property
     def splits(self) -> tuple[str, ...]:
         return SPLITS[self.name]
 
-    def tasks(self, split: str = "test") -> list[Task]:
+    @property
+    def default_split(self) -> str:
+        return "test"
+
+    def new_env(self, task: Task | None = None) -> Env:
+        """A fresh episode environment (copy-on-write over the shared DB)."""
+        from tau_bench.env import Env
+
+        return Env(self, task)
+
+    def load_tasks_file(self, path: Path) -> list[Task]:
+        """Tasks of this domain from a JSON file of v1-shaped tasks (e.g. `tau sdg`)."""
+        return load_tasks(Path(path))
+
+    def verify(self, tasks: Sequence[Task]) -> list[VerifiedTask]:
+        """Replay each task's ground truth (`tau_bench.verify`)."""
+        from tau_bench.verify import verify_tasks
+
+        return verify_tasks(self, list(tasks))
+
+    def data_version(self) -> dict[str, Any]:
+        """Where the data came from: the pinned upstream commit and the files' sha256."""
+        from tau_bench.data.version import data_version
+
+        return data_version(self.data_dir, self.name)
+
+    def tasks(self, split: str | None = None) -> list[Task]:
+        split = split or self.default_split
         if split not in SPLITS[self.name]:
             raise UnknownSplitError(
                 f"unknown task split {split!r} for {self.name} "

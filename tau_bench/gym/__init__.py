@@ -12,7 +12,13 @@ Importing this package registers `TauBench-v0`:
 
 from __future__ import annotations
 
-import gymnasium
+try:
+    import gymnasium
+except ModuleNotFoundError:  # one line naming the extra, not a traceback
+    from tau_adapters.extras import require
+
+    require("gym")
+    raise
 
 from tau_bench.gym.actions import InvalidActionError, parse_action
 from tau_bench.gym.env import TauBenchEnv

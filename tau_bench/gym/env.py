@@ -20,20 +20,19 @@ from __future__ import annotations
 
 import asyncio
 import copy
-import json
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any, SupportsFloat
 
 import gymnasium
 from gymnasium.error import ResetNeeded
 
-from tau_adapters.loop import DEFAULT_MAX_STEPS
-from tau_adapters.protocol import STOP_TOKEN, ToolCall, UserSimulator
-from tau_bench.domains import Domain, load_domain
-from tau_bench.env import Env
+from tau_adapters.conversation import DEFAULT_MAX_STEPS, Conversation
+from tau_adapters.protocol import ToolCall, UserSimulator
+from tau_bench.episode import score_episode
 from tau_bench.gym.actions import parse_action
 from tau_bench.gym.spaces import MAX_TEXT_LENGTH, ConversationText
+from tau_bench.suites import Domain, EpisodeEnv, load_domain
 from tau_bench.tasks import Task
 from tau_bench.users import USER_STRATEGIES, UnknownUserStrategyError, build_user
 
@@ -47,13 +46,23 @@ class _Episode:
     split: str
     task_id: int
     task: Task
-    env: Env
+    env: EpisodeEnv
     user: UserSimulator
     user_model: str | None
-    messages: list[dict[str, Any]] = field(default_factory=list)
-    steps: int = 0
-    done: bool = False
+    conversation: Conversation
     calls: int = 0
+
+    @property
+    def messages(self) -> list[dict[str, Any]]:
+        return self.conversation.messages
+
+    @property
+    def steps(self) -> int:
+        return self.conversation.steps
+
+    @property
+    def done(self) -> bool:
+        return self.conversation.done
 
 
 class TauBenchEnv(gymnasium.Env[str, Any]):
@@ -201,21 +210,21 @@ class TauBenchEnv(gymnasium.Env[str, Any]):
         user_seed = int(self.np_random.integers(2**31))
         user = self._build_user(user_model, user_seed)
         task = tasks[task_id]
+        env = domain.new_env(task)
         episode = _Episode(
             domain=domain,
             split=split,
             task_id=task_id,
             task=task,
-            env=Env(domain, task),
+            env=env,
             user=user,
             user_model=None if self.user_strategy in NO_MODEL_USERS else user_model,
+            conversation=Conversation(env, max_steps=self.max_turns),
         )
         self._episode = episode
         first = await user.start(task.instruction)
-        episode.messages = [
-            {"role": "system", "content": domain.policy},
-            {"role": "user", "content": first},
-        ]
+        episode.conversation.system(domain.policy)
+        episode.conversation.user_said(first)
         info = {
             "task_id": task_id,
             "domain": domain.name,
@@ -245,57 +254,32 @@ class TauBenchEnv(gymnasium.Env[str, Any]):
         self, episode: _Episode, call: ToolCall
     ) -> tuple[str, float, bool, bool, dict[str, Any]]:
         episode.calls += 1
-        episode.messages.append(
-            {
-                "role": "assistant",
-                "content": None,
-                "tool_calls": [
-                    {
-                        "id": call.id,
-                        "type": "function",
-                        "function": {"name": call.name, "arguments": _json(call.arguments)},
-                    }
-                ],
-            }
-        )
-        observation = episode.env.execute(call.name, call.arguments)
-        episode.steps += 1
-        episode.messages.append(
-            {"role": "tool", "tool_call_id": call.id, "name": call.name, "content": observation}
-        )
+        (result,) = episode.conversation.agent_tool_calls([call])
         info = self._observation_info("tool", tool_call_id=call.id, tool_name=call.name)
-        if episode.env.is_terminate(call.name):
-            return self._end(episode, observation, info, "terminate_tool")
-        if episode.steps >= self.max_turns:
-            return self._end(episode, observation, info, "max_steps")
-        return self._observation(observation, info), 0.0, False, False, info
+        if episode.done:
+            return self._end(episode, result.content, info)
+        return self._observation(result.content, info), 0.0, False, False, info
 
     async def _message_step(
         self, episode: _Episode, text: str
     ) -> tuple[str, float, bool, bool, dict[str, Any]]:
-        episode.messages.append({"role": "assistant", "content": text})
-        episode.env.respond(text)
-        episode.steps += 1
-        if episode.steps >= self.max_turns:
-            return self._end(episode, "", self._observation_info("none"), "max_steps")
+        if episode.conversation.agent_message(text):
+            return self._end(episode, "", self._observation_info("none"))
         reply = await episode.user.reply(text)
-        episode.messages.append({"role": "user", "content": reply})
+        stopped = episode.conversation.user_said(reply)
         info = self._observation_info("user")
-        if STOP_TOKEN in reply:
-            return self._end(episode, reply, info, "user_stop")
+        if stopped:
+            return self._end(episode, reply, info)
         return self._observation(reply, info), 0.0, False, False, info
 
     def _end(
-        self, episode: _Episode, observation: str, info: dict[str, Any], stop_reason: str
+        self, episode: _Episode, observation: str, info: dict[str, Any]
     ) -> tuple[str, float, bool, bool, dict[str, Any]]:
         """Score the episode as `tau run` does (cut off by max turns: reward 0)."""
-        episode.done = True
-        reward = episode.env.reward()
-        truncated = stop_reason == "max_steps"
-        if truncated:
-            reward.reward = 0.0
-            reward.unfinished = True
-        info["stop_reason"] = stop_reason
+        conversation = episode.conversation
+        reward = score_episode(episode.env, conversation.stop_reason)
+        truncated = conversation.cut_off
+        info["stop_reason"] = conversation.stop_reason
         info["reward_info"] = reward.to_dict()
         info["user_usage"] = episode.user.usage.to_dict()
         return (
@@ -362,15 +346,6 @@ class TauBenchEnv(gymnasium.Env[str, Any]):
         loop = self._worker_loop
         assert loop is not None
         return self._worker.submit(loop.run_until_complete, coro).result()
-
-
-def _json(arguments: Any) -> str:
-    if isinstance(arguments, str):
-        return arguments
-    try:
-        return json.dumps(arguments)
-    except (TypeError, ValueError):
-        return json.dumps(str(arguments))
 
 
 def _close_loop(loop: asyncio.AbstractEventLoop) -> None:

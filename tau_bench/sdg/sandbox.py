@@ -89,12 +89,13 @@ class Sandbox:
             if found:
                 problems += found
                 break
-            observation = env.execute(action.name, action.kwargs)
+            output = env.execute(action.name, action.kwargs)
+            observation = output.content
             tool = self.domain.tools[action.name]
             executed.append(
                 ExecutedAction(action.name, dict(action.kwargs), observation, tool.writes)
             )
-            if observation.startswith("Error") or observation.startswith("Unknown action"):
+            if output.is_error:
                 problems.append(Problem(TOOL_ERROR, f"{action.name}: {observation}", index))
                 break
         if not difficulty.accepts(len(actions)):

@@ -14,10 +14,17 @@ from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from typing import Any
 
-from fastapi import APIRouter, Depends, FastAPI, Header, HTTPException, Query, Request
-from fastapi.exceptions import RequestValidationError
-from fastapi.responses import HTMLResponse, JSONResponse, Response
+try:
+    from fastapi import APIRouter, Depends, FastAPI, Header, HTTPException, Query, Request
+    from fastapi.exceptions import RequestValidationError
+    from fastapi.responses import HTMLResponse, JSONResponse, Response
+except ModuleNotFoundError:  # one line naming the extra, not a traceback
+    from tau_adapters.extras import require
 
+    require("service")
+    raise
+
+from tau_adapters.redaction import secret_values
 from tau_bench.service import artifacts
 from tau_bench.service.manager import RunManager, RunNotFound, RunStateConflict
 from tau_bench.service.settings import ServiceSettings
@@ -37,7 +44,7 @@ from tau_bench.service.submission import (
     config_from_request,
     parse_body,
 )
-from tau_bench.service.views import links, run_view, scrub, secret_values
+from tau_bench.service.views import links, run_view, scrub
 
 JSONL = "application/x-ndjson"
 

@@ -14,8 +14,8 @@ import tempfile
 from collections.abc import Iterable
 from pathlib import Path
 
-from tau_bench.analysis.task_ids import sort_key
 from tau_bench.results import EpisodeRecord, LogFileError, read_log
+from tau_bench.task_ids import sort_key
 
 
 class NoResults(LookupError):

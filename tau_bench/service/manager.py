@@ -21,6 +21,7 @@ import uuid
 from collections.abc import Callable
 from typing import Any
 
+from tau_adapters.redaction import secret_values
 from tau_bench.config import RunConfig
 from tau_bench.metrics import summarize
 from tau_bench.results import EpisodeRecord, is_success, now_iso
@@ -34,7 +35,7 @@ from tau_bench.service.store import (
     RunRow,
     RunStore,
 )
-from tau_bench.service.views import scrub, secret_values
+from tau_bench.service.views import scrub
 
 log = logging.getLogger("tau_bench.service")
 CANCEL_GRACE = 30.0  # seconds DELETE waits for the runner to write what finished

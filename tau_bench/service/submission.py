@@ -15,9 +15,13 @@ import re
 from collections.abc import Mapping
 from typing import Any
 
-from pydantic import ValidationError
-
-from tau_bench.config import RunConfig, RunConfigError, config_from_mapping, normalize_key
+from tau_bench.config import (
+    RunConfig,
+    RunConfigError,
+    build_config,
+    config_from_mapping,
+    normalize_key,
+)
 from tau_bench.service.settings import SERVER_FIELDS
 
 # Local strategies that cannot run without `model` (the others are hosted agents or
@@ -87,16 +91,13 @@ def config_from_request(data: Mapping[str, Any]) -> RunConfig:
         raise SubmissionError(_field_of(str(exc)), str(exc)) from None
     mapping["quiet"] = True
     try:
-        config = RunConfig.model_validate(mapping)
-    except ValidationError as exc:
-        first = exc.errors()[0]
-        loc = [str(p) for p in first["loc"]]
-        field = loc[0] if loc else "body"
-        message = str(first["msg"]).removeprefix("Value error, ")
-        if first["type"] == "extra_forbidden":
-            message = "unknown setting"
-        where = ".".join(loc[1:])
-        raise SubmissionError(field, f"{where}: {message}" if where else message) from None
+        config = build_config(mapping)
+    except RunConfigError as exc:
+        where, sep, message = str(exc).partition(": ")
+        if not sep:
+            raise SubmissionError("body", str(exc)) from None
+        field, _, rest = where.partition(".")
+        raise SubmissionError(field, f"{rest}: {message}" if rest else message) from None
     if config.run_name is not None and not _RUN_NAME.match(config.run_name):
         raise SubmissionError(
             "run_name", "letters, digits, '.', '-' and '_' only (at most 100, no leading dot)"
@@ -113,8 +114,8 @@ def check_runnable(config: RunConfig, data_dir: str | None) -> None:
     are valid. Blocking (reads the data on first use): call it in a worker thread."""
     from tau_adapters.registry import UnknownAdapterError, load_builder
     from tau_bench.data.paths import DataDirError
-    from tau_bench.domains import UnknownDomainError, UnknownSplitError
     from tau_bench.runner import prepare_run
+    from tau_bench.suites import UnknownDomainError, UnknownSplitError
     from tau_bench.tasks import TaskFileError
     from tau_bench.users import UnknownUserStrategyError, build_user
 

@@ -11,65 +11,22 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import Any
 
-from tau_bench.config import is_secret_key, redact
+from tau_adapters.redaction import mask_values, redact_secrets, secret_values
 from tau_bench.service.store import RunRow
 
 MASK = "<redacted>"
 _SERVER_ONLY = ("log_dir", "data_dir", "resume", "quiet")
 _SUMMARY_DROP = ("config", "files")
-_MIN_SECRET = 4  # shorter values would mask ordinary words
-
-
-def deep_redact(value: Any) -> Any:
-    """`tau_bench.config.redact` applied to every mapping inside `value`."""
-    if isinstance(value, dict):
-        shallow = redact({str(k): v for k, v in value.items()})
-        return {
-            k: (v if is_secret_key(k) and v is not None else deep_redact(v))
-            for k, v in shallow.items()
-        }
-    if isinstance(value, list):
-        return [deep_redact(v) for v in value]
-    return value
-
-
-def secret_values(value: Any, under_secret: bool = False) -> set[str]:
-    """Every string stored under a secret-looking key, at any depth."""
-    found: set[str] = set()
-    if isinstance(value, dict):
-        for key, item in value.items():
-            found |= secret_values(item, under_secret or is_secret_key(str(key)))
-    elif isinstance(value, list):
-        for item in value:
-            found |= secret_values(item, under_secret)
-    elif under_secret and value is not None and len(str(value)) >= _MIN_SECRET:
-        found.add(str(value))
-    return found
 
 
 def scrub(value: Any, secrets: Iterable[str]) -> Any:
-    """`value` with every occurrence of a secret masked, in every string at any depth."""
-    ordered = sorted(set(secrets), key=len, reverse=True)
-    if not ordered:
-        return value
-
-    def walk(item: Any) -> Any:
-        if isinstance(item, str):
-            for secret in ordered:
-                item = item.replace(secret, MASK)
-            return item
-        if isinstance(item, dict):
-            return {k: walk(v) for k, v in item.items()}
-        if isinstance(item, list):
-            return [walk(v) for v in item]
-        return item
-
-    return walk(value)
+    """`value` with every occurrence of a secret shown as the service's mask, at any depth."""
+    return mask_values(value, secrets, mask=MASK)
 
 
 def public_config(config: dict[str, Any]) -> dict[str, Any]:
     out = {k: v for k, v in config.items() if k not in _SERVER_ONLY}
-    out["agent_options"] = deep_redact(config.get("agent_options") or {})
+    out["agent_options"] = redact_secrets(config.get("agent_options") or {})
     return out
 
 

@@ -11,6 +11,7 @@ from tau_adapters.protocol import (
     AgentTurn,
     SessionContext,
     ToolCall,
+    ToolOutput,
     ToolResults,
     Usage,
     UserTurn,
@@ -23,11 +24,11 @@ class RecordingExecutor:
         self.responses: list[str] = []
         self.terminate = terminate or {"transfer"}
 
-    def execute(self, name: str, kwargs: Any) -> str:
+    def execute(self, name: str, kwargs: Any) -> ToolOutput:
         self.calls.append((name, kwargs))
         if name == "boom":
-            return "Error: boom"
-        return f"ok:{name}"
+            return ToolOutput("Error: boom", is_error=True)
+        return ToolOutput(f"ok:{name}")
 
     def is_terminate(self, name: str) -> bool:
         return name in self.terminate

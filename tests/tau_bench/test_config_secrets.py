@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import json
 
-from tau_bench.config import RunConfig, redact
+from tau_adapters.redaction import redact_secrets as redact
+from tau_bench.config import RunConfig
 
 
 def test_nested_secret_options_are_hashed_not_stored() -> None:

@@ -38,7 +38,7 @@ def test_ground_truth_vector(domain_name: str, split: str, vec: dict[str, Any]) 
     assert env.data_hash() == vec["initial_data_hash"]
     for i, step in enumerate(vec["steps"]):
         action = step["action"]
-        obs = env.execute(action["name"], action["kwargs"])
+        obs = env.execute(action["name"], action["kwargs"]).content
         assert obs == step["observation"], f"step {i} ({action['name']})"
         done = env.is_terminate(action["name"])
         assert done == step["done"], f"step {i} done"
@@ -84,11 +84,11 @@ def test_error_probe(domain_name: str, probe: dict[str, Any]) -> None:
             # The original crashed here (respond without content, Q7). We never raise:
             # the observation is an Error string and the DB is unchanged.
             before = env.data_hash()
-            obs = env.execute(action["name"], action["kwargs"])
+            obs = env.execute(action["name"], action["kwargs"]).content
             assert obs.startswith("Error:")
             assert env.data_hash() == before
             continue
-        obs = env.execute(action["name"], action["kwargs"])
+        obs = env.execute(action["name"], action["kwargs"]).content
         assert obs == step["observation"], f"step {i} ({action['name']})"
         done = env.is_terminate(action["name"])
         assert done == step["done"]

@@ -80,8 +80,9 @@ def test_execute_never_raises_and_fast_hash_matches_slow_hash(
     domain = DOMAINS[name]
     env = Env(domain)
     for tool, kwargs in data.draw(calls(name)):
-        observation = env.execute(tool, kwargs)
-        assert isinstance(observation, str)
+        output = env.execute(tool, kwargs)
+        assert isinstance(output.content, str)
+        assert output.is_error == output.content.startswith(("Error:", "Unknown action"))
     assert env.data_hash() == env.db.slow_hash()
 
 

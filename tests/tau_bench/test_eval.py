@@ -106,7 +106,7 @@ def test_eval_config_from_a_mapping(tmp_path):
             "temperature": 0.7,
             "top-p": 0.9,
             "user-temperature": 1.0,
-            "max-turns": 12,
+            "max-steps": 12,
             "log-dir": str(tmp_path),
         }
     )
@@ -231,7 +231,7 @@ def test_tau_eval_flags_override_the_file(tmp_path, fake_llm: FakeLLM):  # noqa:
             "openai/helpful",
             "--num-samples",
             "1",
-            "--max-turns",
+            "--max-steps",
             "4",
             "--name",
             "solo",

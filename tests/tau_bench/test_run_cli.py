@@ -83,20 +83,6 @@ def test_both_spellings_give_the_same_config(parse):
         "openai=20",
         "--agent-option",
         "timeout=5",
-        "--agent-id",
-        "ag",
-        "--project-id",
-        "pr",
-        "--gcp-sa-file",
-        "sa.json",
-        "--session-param",
-        "a={user_id}",
-        "--session-param",
-        "b=x",
-        "--session-ttl",
-        "600",
-        "--http-config",
-        "bot.yaml",
     ]
     underscored = ["--" + a[2:].replace("-", "_") if a.startswith("--") else a for a in dashed]
     a, ra = parse(*dashed)
@@ -108,15 +94,46 @@ def test_both_spellings_give_the_same_config(parse):
     assert a.start_index == 2 and a.end_index == 9 and a.shuffle == 1 and a.max_steps == 12
     assert a.max_tool_calls_per_turn == 1 and a.api_base == "http://127.0.0.1:1/v1"
     assert a.provider_limits == {"openai": 20}
+    assert a.agent_options == {"timeout": "5"}
+
+
+def test_adapter_flags_are_the_adapters_own_in_both_spellings(parse):
+    dashed = [
+        "--agent-strategy",
+        "decibel",
+        "--agent-id",
+        "ag",
+        "--project-id",
+        "pr",
+        "--gcp-sa-file",
+        "sa.json",
+        "--session-param",
+        "a={user_id}",
+        "--session-param=b=x",
+        "--session-ttl",
+        "600",
+        "--task-ids",
+        "1",
+        "2",
+    ]
+    underscored = ["--" + a[2:].replace("-", "_") if a.startswith("--") else a for a in dashed]
+    a, ra = parse(*dashed)
+    b, rb = parse(*underscored)
+    assert ra.exit_code == 0 and rb.exit_code == 0, (ra.output, rb.output)
+    assert a == b and a is not None
+    assert a.task_ids == [1, 2]
     assert a.agent_options == {
-        "timeout": "5",
         "agent_id": "ag",
         "project_id": "pr",
         "gcp_sa_file": "sa.json",
         "session_params": ["a={user_id}", "b=x"],
         "session_ttl": "600",
-        "http_config": "bot.yaml",
     }
+    # Another adapter's flag, or one given to an agent that declares none, is refused.
+    for strategy in ("decibel", "react"):
+        cfg, result = parse("--agent-strategy", strategy, "--http-config", "bot.yaml")
+        assert cfg is None and result.exit_code == 2
+        assert "No such option: --http-config" in result.output
 
 
 def test_task_ids_take_several_values(parse):
@@ -152,7 +169,7 @@ def test_defaults_are_the_originals(parse):
     assert (cfg.log_dir, cfg.seed, cfg.max_steps, cfg.end_index) == ("results", 10, 30, -1)
 
 
-def test_rotation_domains_sampling_and_max_turns_flags(parse):
+def test_rotation_domains_sampling_and_max_steps_flags(parse):
     cfg, result = parse(
         "--user-models",
         "openai/gpt-4o,anthropic/claude-x",
@@ -161,7 +178,7 @@ def test_rotation_domains_sampling_and_max_turns_flags(parse):
         "--task-ids",
         "retail/3",
         "12",
-        "--max-turns",
+        "--max-steps",
         "9",
         "--top-p",
         "0.9",
@@ -177,9 +194,9 @@ def test_rotation_domains_sampling_and_max_turns_flags(parse):
     assert (cfg.max_steps, cfg.top_p, cfg.user_top_p) == (9, 0.9, 0.8)
 
 
-def test_yaml_user_models_and_max_turns_layer_over_a_resumed_max_steps(parse, tmp_path):
+def test_yaml_user_models_and_max_steps_layer_under_the_command_line(parse, tmp_path):
     path = tmp_path / "run.yaml"
-    path.write_text("user-models: [a/x, b/y]\nmax-turns: 11\nenv: [airline, retail]\n")
+    path.write_text("user-models: [a/x, b/y]\nmax-steps: 11\nenv: [airline, retail]\n")
     cfg, result = parse("--config", str(path))
     assert result.exit_code == 0, result.output
     assert cfg is not None
@@ -193,18 +210,18 @@ def test_yaml_config_and_cli_override(parse, tmp_path):
     path = tmp_path / "run.yaml"
     path.write_text(
         "env: airline\n"
-        "agent-strategy: oracle\n"
+        "agent-strategy: decibel\n"
         "task_ids: [1, 2]\n"
         "num_trials: 4\n"
         "provider_limit: {openai: 3}\n"
         "agent_id: from-yaml\n"
         "agent_options: {location: eu, project_id: p}\n"
-        "session_param: ['k=v']\n"
+        "session_params: ['k=v']\n"
     )
     cfg, result = parse("--config", str(path), "--num-trials", "2", "--project-id", "cli")
     assert result.exit_code == 0, result.output
     assert cfg is not None
-    assert cfg.env == "airline" and cfg.agent_strategy == "oracle" and cfg.task_ids == [1, 2]
+    assert cfg.env == "airline" and cfg.agent_strategy == "decibel" and cfg.task_ids == [1, 2]
     assert cfg.num_trials == 2  # the command line wins
     assert cfg.provider_limits == {"openai": 3}
     assert cfg.agent_options == {
@@ -221,11 +238,7 @@ def test_yaml_config_and_cli_override(parse, tmp_path):
         (["--agent-option", "novalue"], "--agent-option expects KEY=VALUE"),
         (["--provider-limit", "openai=lots"], "must be an integer"),
         (["7"], "unexpected argument '7'"),
-        (
-            ["--output-format", "xml"],
-            "unknown output format 'xml' (available: tau-bench, mt-bench)",
-        ),
-        (["--max-turns", "5", "--max-steps", "6"], "same setting"),
+        (["--output-format", "xml"], "unknown output format 'xml' (available: tau-bench;"),
         (["--task-ids", "retail-3"], "expects integers (or DOMAIN/ID)"),
         (["--num-trials", "0"], "num_trials"),
     ],
@@ -370,27 +383,3 @@ def test_exit_1_when_nothing_could_be_scored(tmp_path):
     assert f"tau run --resume {tmp_path / 'down.jsonl'}" in result.output
     # the user sees why, not only that it failed
     assert "1 x agent adapter_error: service unavailable" in result.output
-
-
-def test_output_format_mt_bench_writes_both(tmp_path):
-    result = invoke(
-        "--env",
-        "airline",
-        "--agent-strategy",
-        "oracle",
-        "--user-strategy",
-        "scripted",
-        "--task-ids",
-        "13",
-        "--log-dir",
-        str(tmp_path),
-        "--run-name",
-        "mt",
-        "--output-format",
-        "mt-bench",
-    )
-    assert result.exit_code == 0, result.output
-    summary = json.loads((tmp_path / "mt.summary.json").read_text())
-    folder = Path(summary["files"]["mt_bench"])
-    assert folder.is_dir() and (folder / "oracle_scores.jsonl").exists()
-    assert json.loads((tmp_path / "mt.json").read_text())[0]["task_id"] == 13

@@ -608,24 +608,14 @@ def test_several_domains_selection_errors(tmp_path):
     assert list(plan.tasks) == [13]
 
 
-async def test_mt_bench_output_is_written_next_to_the_tau_bench_json(tmp_path):
-    outcome = await run_config(
-        make_config(tmp_path, output_format="mt-bench", task_ids=[13], num_trials=2)
-    )
-    folder = Path(outcome.summary["files"]["mt_bench"])
-    assert folder.parent == tmp_path and folder.name.startswith("airline_")
-    scores = [
-        json.loads(line) for line in (folder / "oracle_scores.jsonl").read_text().splitlines()
-    ]
-    assert [(s["task-id"], s["trial"], s["score"]) for s in scores] == [(13, 0, 1.0), (13, 1, 1.0)]
-    assert (folder / "oracle_task13_trajectory.jsonl").exists()
-    assert (tmp_path / "t.json").exists()  # the τ-bench file is always written
+def test_mt_bench_files_come_from_tau_export_not_from_the_run(tmp_path):
+    with pytest.raises(ValueError, match="tau export --format mt-bench"):
+        make_config(tmp_path, output_format="mt-bench")
 
 
-def test_max_turns_is_max_steps(tmp_path):
-    assert make_config(tmp_path, max_turns=7).max_steps == 7
-    with pytest.raises(ValueError, match="same setting"):
-        make_config(tmp_path, max_turns=7, max_steps=8)
+def test_max_turns_is_not_a_second_name_of_max_steps(tmp_path):
+    with pytest.raises(ValueError, match="max_turns"):
+        make_config(tmp_path, max_turns=7)
 
 
 async def test_a_missing_api_key_is_an_auth_error_without_retries(

@@ -17,7 +17,9 @@ from tau_bench.agents.oracle import build as build_oracle
 from tau_bench.cli import run_cmd
 from tau_bench.config import RunConfig, load_yaml
 from tau_bench.results import EpisodeRecord, read_log
-from tau_bench.runner import Runner, RunOutcome, _WorkerPool, prepare_run, worker_config
+from tau_bench.runner import Runner, RunOutcome, prepare_run, worker_config
+from tau_bench.runner.core import worker_main
+from tau_bench.runner.pool import WorkerPool
 from tests.conftest import DATA_DIR
 
 RETAIL = [f"retail/{i}" for i in range(6)]
@@ -115,7 +117,7 @@ async def test_resume_with_two_workers_runs_only_the_missing_episodes(tmp_path):
 async def test_a_dead_worker_loses_only_its_own_episodes(tmp_path):
     config = make_config(tmp_path, env="airline", task_ids=[13, 0, 1], workers=2)
     plan = prepare_run(config)
-    pool = _WorkerPool(config, plan.pending)
+    pool = WorkerPool(config, plan.pending, target=worker_main)
     stored: list[dict[str, Any]] = []
     pool.start()
     try:
@@ -133,7 +135,7 @@ async def test_a_dead_worker_loses_only_its_own_episodes(tmp_path):
 async def test_a_failing_worker_reports_why(tmp_path):
     config = make_config(tmp_path, env="airline", task_ids=[13, 0], workers=2)
     keys = [(13, 0), (999, 0), (0, 0), (0, 1)]  # worker 1 gets a task id it cannot find
-    pool = _WorkerPool(config, keys)
+    pool = WorkerPool(config, keys, target=worker_main)
     stored: list[dict[str, Any]] = []
     try:
         await pool.run(stored.append)

@@ -4,7 +4,8 @@
 its answers from what the prompt says (the sampled user's orders or reservations, the
 alternatives and flights listed), and can be told to make specific mistakes (foreign
 ids, unknown tools, malformed JSON, ...), so the pipeline's validation is exercised for
-real. `FakeModelServer` serves it as an OpenAI-compatible HTTP endpoint on 127.0.0.1.
+real. `tau_bench.fakes.OpenAIServer(model.respond)` serves it as an OpenAI-compatible
+HTTP endpoint on 127.0.0.1.
 """
 
 from tau_bench.sdg.fake.model import INSTRUCTION_FAULTS, SCENARIO_FAULTS, FakeModel

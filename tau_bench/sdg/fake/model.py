@@ -11,6 +11,7 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from tau_bench.domains import Domain
+from tau_bench.fakes.openai_server import ChatReply, ChatRequest
 from tau_bench.sdg.fake import airline, retail
 from tau_bench.sdg.fake.plan import Call, call, describe_method
 
@@ -62,6 +63,10 @@ class FakeModel:
         self.domain = domain
         self.faults: FaultPicker = faults or (lambda stage, view: None)
         self.calls = 0
+
+    def respond(self, request: ChatRequest) -> ChatReply:
+        """The fake OpenAI server's reply function (`tau_bench.fakes.OpenAIServer`)."""
+        return ChatReply(text=self.reply(request.messages))
 
     def reply(self, messages: Sequence[dict[str, Any]]) -> str:
         self.calls += 1

@@ -11,7 +11,7 @@ import pytest
 
 from adapters.dialogflow.adapter import DialogflowProvider
 from adapters.dialogflow.config import load_config
-from adapters.dialogflow.emulator import Emulator
+from adapters.dialogflow.harness.emulator import Emulator
 
 FAST_RETRIES = {"retry_initial": 0.001, "retry_max": 0.005}
 

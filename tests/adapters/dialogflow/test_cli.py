@@ -12,8 +12,8 @@ from pathlib import Path
 
 from typer.testing import CliRunner
 
-from adapters.dialogflow.cli import app
-from adapters.dialogflow.emulator import Emulator
+from adapters.dialogflow.harness.cli import app
+from adapters.dialogflow.harness.emulator import Emulator
 from tau_bench.domains import load_domain
 from tau_bench.episode import run_task
 from tau_bench.users.scripted import ScriptedUser

@@ -10,7 +10,7 @@ import pytest
 from adapters.dialogflow.adapter import DialogflowProvider
 from adapters.dialogflow.clients import load_credentials, make_client, make_clients
 from adapters.dialogflow.config import load_config
-from adapters.dialogflow.emulator import Emulator
+from adapters.dialogflow.harness.emulator import Emulator
 from tau_adapters.protocol import (
     AdapterAuthError,
     AdapterConfigError,

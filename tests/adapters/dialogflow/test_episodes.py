@@ -8,7 +8,7 @@ from typing import Any
 import pytest
 
 from adapters.dialogflow.adapter import DialogflowProvider
-from adapters.dialogflow.emulator import Emulator
+from adapters.dialogflow.harness.emulator import Emulator
 from tau_adapters.protocol import AgentAdapter
 from tau_bench.agents.oracle import OracleAgent
 from tau_bench.domains import load_domain

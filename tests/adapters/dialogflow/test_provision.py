@@ -9,7 +9,7 @@ from google.cloud import dialogflowcx_v3beta1 as cx
 
 from adapters.dialogflow.clients import Clients, make_clients
 from adapters.dialogflow.config import load_config
-from adapters.dialogflow.emulator import Emulator
+from adapters.dialogflow.harness.emulator import Emulator
 from adapters.dialogflow.provision import Provisioner
 from adapters.dialogflow.structs import struct_to_python
 from tau_bench.domains import load_domain

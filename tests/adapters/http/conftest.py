@@ -10,11 +10,11 @@ from typing import Any
 
 import pytest
 
-from adapters.http.toolserver import BackgroundServer
 from tau_bench.db import BaseDB, EpisodeDB
 from tau_bench.domains import Domain, load_domain
 from tau_bench.domains.tool import Tool
 from tau_bench.tasks import Action, Task
+from tau_bench.toolserver import BackgroundServer
 
 from ...conftest import DATA_DIR
 from .bots import TaskBook

@@ -24,7 +24,6 @@ from tau_adapters.protocol import (
 )
 from tau_adapters.registry import build_provider
 from tau_adapters.testing import check_adapter
-from tau_bench.cli.errors import UserError
 from tau_bench.episode import run_task
 from tau_bench.users.scripted import ScriptedUser
 
@@ -76,14 +75,14 @@ def test_build_reads_the_config_from_options(tmp_path: Path) -> None:
     assert isinstance(build_provider("http", {"http_config": str(path)}), HttpProvider)
 
 
-def test_build_errors_are_config_and_user_errors(tmp_path: Path) -> None:
+def test_build_errors_are_config_errors(tmp_path: Path) -> None:
     with pytest.raises(HttpConfigError, match="needs a bot config: pass --http-config"):
         build({})
     path = tmp_path / "bot.yaml"
     path.write_text("base_url: http://x\nmessage: {}\nresponse: {}\n")
     with pytest.raises(HttpConfigError, match=r"bot.yaml: response: set at least one") as info:
         build({"http_config": str(path)})
-    assert isinstance(info.value, AdapterConfigError) and isinstance(info.value, UserError)
+    assert isinstance(info.value, AdapterConfigError)
 
 
 @respx.mock
@@ -187,10 +186,11 @@ async def test_server_session_without_id_is_a_protocol_error() -> None:
 
 
 @respx.mock
-async def test_server_tools_without_env_is_a_config_error() -> None:
+async def test_server_tools_without_an_endpoint_is_a_config_error() -> None:
     cfg = {**OPENAI_LIKE, "server_tools": {"enabled": True}}
     provider = HttpProvider(load_config(cfg, environ={}))
-    with pytest.raises(AdapterConfigError, match=r"metadata\['env'\]"):
+    assert provider.tool_server is not None and provider.tool_server.host == "127.0.0.1"
+    with pytest.raises(AdapterConfigError, match="no tool endpoint"):
         await provider.new_adapter().start(_session())
     await provider.aclose()
 

@@ -13,10 +13,11 @@ import httpx
 import pytest
 from typer.testing import CliRunner
 
-from adapters.http import cli, tools_cli
 from adapters.http.config import load_config
-from adapters.http.toolserver import BackgroundServer
+from adapters.http.harness import cli
+from tau_bench.cli import tools_cmd as tools_cli
 from tau_bench.cli.errors import UserError
+from tau_bench.toolserver import BackgroundServer
 
 runner = CliRunner()
 

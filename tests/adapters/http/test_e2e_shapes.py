@@ -15,10 +15,11 @@ import pytest
 
 from adapters.http.adapter import HttpProvider
 from adapters.http.config import load_config
-from adapters.http.toolserver import BackgroundServer
 from tau_bench.agents.oracle import outputs_message
 from tau_bench.domains import Domain
 from tau_bench.episode import ScoredEpisode, run_task
+from tau_bench.toolserver import BackgroundServer
+from tau_bench.toolserver.host import ToolServerHost
 from tau_bench.users.scripted import ScriptedUser
 
 from . import bots
@@ -71,10 +72,17 @@ async def play(
 ) -> ScoredEpisode:
     provider = HttpProvider(load_config(config, environ=environ or {}))
     task = TOY_TASK if domain.name == "toy" else domain.tasks("test")[task_id]
+    host = ToolServerHost.for_provider(provider)
+    if host is not None:
+        host.start()
     try:
-        return await run_task(domain, task, task_id, provider.new_adapter(), ScriptedUser())
+        return await run_task(
+            domain, task, task_id, provider.new_adapter(), ScriptedUser(), tool_host=host
+        )
     finally:
         await provider.aclose()
+        if host is not None:
+            host.stop()
 
 
 def assert_solved(scored: ScoredEpisode) -> None:
@@ -196,16 +204,22 @@ async def test_server_side_tools_concurrent_episodes_share_one_tool_server(bot, 
 
     url, log = bot("tools-http", lambda log: bots.tool_calling_bot(book, log, via="http"))
     provider = HttpProvider(load_config(_config(bots.SERVER_TOOLS_CONFIG, url), environ={}))
+    host = ToolServerHost.for_provider(provider)
+    assert host is not None
+    host.start()
     airline = domain_of("airline", toy)
     runs = [(toy, TOY_TASK, 0)] * 3 + [(airline, airline.tasks("test")[1], 1)]
     try:
         scored = await asyncio.gather(
-            *(run_task(d, t, i, provider.new_adapter(), ScriptedUser()) for d, t, i in runs)
+            *(
+                run_task(d, t, i, provider.new_adapter(), ScriptedUser(), tool_host=host)
+                for d, t, i in runs
+            )
         )
-        handle = provider._tools
-        assert handle is not None and len(handle.store) == 0  # every session released
+        assert len(host.store) == 0  # every session released
     finally:
         await provider.aclose()
+        host.stop()
     for episode in scored:
         assert_solved(episode)
     bodies = [b for kind, b in log.requests if kind == "converse"]

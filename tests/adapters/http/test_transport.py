@@ -14,10 +14,10 @@ import pytest
 import respx
 
 from adapters.http.config import load_config
-from adapters.http.redact import Redactor
 from adapters.http.sse import read_events
 from adapters.http.transport import HttpTransport, parse_retry_after
 from tau_adapters.protocol import AdapterAuthError, AdapterError, AdapterProtocolError
+from tau_adapters.redaction import Redactor
 
 SECRET = "tok-very-secret-42"
 

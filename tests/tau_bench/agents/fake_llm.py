@@ -12,12 +12,15 @@ import itertools
 import json
 import re
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 import httpx
 import pytest
 import respx
+
+from tau_bench.fakes.openai_server import ChatReply, ChatRequest, completion_body, error_body
+from tau_bench.fakes.openai_server import tokens as _tokens
 
 OPENAI_URL = re.compile(r"^https://api\.openai\.com/v1/chat/completions$")
 LOCAL_OPENAI_URL = re.compile(r"^http://127\.0\.0\.1:\d+/v1/chat/completions$")
@@ -52,15 +55,9 @@ class Request:
         return [str(m.get("content") or "") for m in self.messages if m.get("role") == role]
 
 
-@dataclass
-class Reply:
-    """What the fake model answers: text and/or tool calls, or an HTTP error."""
-
-    text: str | None = None
-    tool_calls: list[tuple[str, Any]] = field(default_factory=list)  # str args: sent raw (OpenAI)
-    status: int = 200
-    headers: dict[str, str] = field(default_factory=dict)
-    error: str = "error"
+Reply = ChatReply
+"""What the fake model answers: text and/or tool calls, or an HTTP error (the fake OpenAI
+server's reply type, so one brain serves respx and the real server alike)."""
 
 
 Brain = Callable[[Request], Reply]
@@ -197,10 +194,6 @@ def _gemini_request(body: dict[str, Any]) -> tuple[str, list[dict[str, Any]], li
     return system, messages, tools
 
 
-def _tokens(text: str) -> int:
-    return max(1, len(text) // 4)
-
-
 class FakeLLM:
     """Answers litellm's HTTP calls for all three providers with `brain`'s replies."""
 
@@ -215,10 +208,6 @@ class FakeLLM:
         router.post(url__regex=LOCAL_OPENAI_URL.pattern).mock(side_effect=self._guard(self._openai))
         router.post(url__regex=ANTHROPIC_URL.pattern).mock(side_effect=self._guard(self._anthropic))
         router.post(url__regex=GEMINI_URL.pattern).mock(side_effect=self._guard(self._gemini))
-
-    def handle_openai(self, http: httpx.Request) -> httpx.Response:
-        """Answer one OpenAI chat request (used by the real local server too)."""
-        return self._guard(self._openai)(http)
 
     def _guard(self, handler: Callable[..., httpx.Response]) -> Callable[..., httpx.Response]:
         """A failing assertion in a brain must fail the test, not look like a network
@@ -253,11 +242,7 @@ class FakeLLM:
         return self.brain(request), request
 
     def _error(self, reply: Reply) -> httpx.Response:
-        return httpx.Response(
-            reply.status,
-            headers=reply.headers,
-            json={"error": {"message": reply.error, "type": "fake_error", "code": reply.status}},
-        )
+        return httpx.Response(reply.status, headers=reply.headers, json=error_body(reply))
 
     def _usage(self, request: Request, reply: Reply) -> tuple[int, int]:
         out = (reply.text or "") + json.dumps(reply.tool_calls)
@@ -267,44 +252,22 @@ class FakeLLM:
 
     def _openai(self, http: httpx.Request, **_: Any) -> httpx.Response:
         body = json.loads(http.content)
-        reply, request = self._ask("openai", body["model"], _openai_request(body), http)
+        reply, _ = self._ask("openai", body["model"], _openai_request(body), http)
         if reply.status != 200:
             return self._error(reply)
-        prompt, completion = self._usage(request, reply)
-        message: dict[str, Any] = {"role": "assistant", "content": reply.text}
-        if reply.tool_calls:
-            message["tool_calls"] = [
-                {
-                    "id": f"call_{next(self._ids)}",
-                    "type": "function",
-                    "function": {
-                        "name": name,
-                        "arguments": args if isinstance(args, str) else json.dumps(args),
-                    },
-                }
-                for name, args in reply.tool_calls
-            ]
-        return httpx.Response(
-            200,
-            json={
-                "id": f"chatcmpl-{next(self._ids)}",
-                "object": "chat.completion",
-                "created": 1700000000,
-                "model": body["model"],
-                "choices": [
-                    {
-                        "index": 0,
-                        "message": message,
-                        "finish_reason": "tool_calls" if reply.tool_calls else "stop",
-                    }
-                ],
-                "usage": {
-                    "prompt_tokens": prompt,
-                    "completion_tokens": completion,
-                    "total_tokens": prompt + completion,
-                },
-            },
-        )
+        encoded = completion_body(reply, ChatRequest(body), next(self._ids))
+        return httpx.Response(200, json=encoded)
+
+    def respond(self, chat: ChatRequest) -> ChatReply:
+        """The reply function of the real fake OpenAI server (`tau_bench.fakes`): the same
+        brain and request log as the respx route, a failing brain a 400 remembered."""
+        http = httpx.Request("POST", chat.url, headers=chat.headers, json=chat.body)
+        try:
+            reply, _ = self._ask("openai", chat.model, _openai_request(chat.body), http)
+        except Exception as exc:
+            self.failures.append(f"{type(exc).__name__}: {exc}")
+            return ChatReply(status=400, error="fake brain failed")
+        return reply
 
     def _anthropic(self, http: httpx.Request, **_: Any) -> httpx.Response:
         body = json.loads(http.content)
@@ -386,7 +349,7 @@ def llm_env(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
     for name, value in TEST_KEYS.items():
         monkeypatch.setenv(name, value)
     monkeypatch.setattr(
-        llm, "DEFAULT_RETRY", llm.RetryPolicy(initial_wait=0.0, max_wait=0.0, jitter=0.0)
+        llm.config, "DEFAULT_RETRY", llm.RetryPolicy(initial_wait=0.0, max_wait=0.0, jitter=0.0)
     )
     llm.set_provider_limits({})
     yield

@@ -14,8 +14,8 @@ from typer.testing import CliRunner
 
 from tau_bench import llm
 from tau_bench.cli import run_cmd
+from tau_bench.fakes import OpenAIServer
 from tests.tau_bench.agents.fake_llm import FakeLLM, Reply, Request
-from tests.tau_bench.agents.local_server import openai_compatible_server
 from tests.tau_bench.agents.scenarios import TASK_ID, Task13
 
 
@@ -24,7 +24,7 @@ def test_tau_run_with_api_base(
 ) -> None:
     monkeypatch.setenv("OPENAI_API_KEY", "sk-test-local-0000")
     monkeypatch.setattr(
-        llm, "DEFAULT_RETRY", llm.RetryPolicy(initial_wait=0.0, max_wait=0.0, jitter=0.0)
+        llm.config, "DEFAULT_RETRY", llm.RetryPolicy(initial_wait=0.0, max_wait=0.0, jitter=0.0)
     )
     scenario = Task13()
     limited: list[str] = []
@@ -36,7 +36,8 @@ def test_tau_run_with_api_base(
         return scenario(request)
 
     fake = FakeLLM(brain=brain)
-    with openai_compatible_server(fake) as base:
+    with OpenAIServer(fake.respond) as server:
+        base = server.base_url
         result = CliRunner().invoke(
             run_cmd.standalone_app(),
             [

@@ -5,7 +5,7 @@ from __future__ import annotations
 import asyncio
 import json
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -25,6 +25,7 @@ from tau_bench.analysis.analyze import (
 )
 from tau_bench.analysis.loading import Run, load_run
 from tau_bench.cli.app import app
+from tau_bench.fakes.openai_server import ChatReply, ChatRequest, completion_body, error_body
 from tau_bench.llm import Completion, LLMConfig
 from tests.tau_bench.analysis.conftest import Runs
 
@@ -32,11 +33,7 @@ API_KEY = "sk-test-analysis-0000"
 OPENAI_URL = "https://api.openai.com/v1/chat/completions"
 
 
-@dataclass
-class Reply:
-    text: str = ""
-    status: int = 200
-    error: str = ""
+Reply = ChatReply  # the fake OpenAI server's reply type: one encoder for every fake
 
 
 @dataclass
@@ -51,23 +48,10 @@ class FakeJudge:
         self.requests.append(body)
         reply = self.brain(body)
         if reply.status != 200:
-            return httpx.Response(reply.status, json={"error": {"message": reply.error}})
+            return httpx.Response(reply.status, json=error_body(reply))
+        judged = replace(reply, usage=reply.usage or (1000, 50))
         return httpx.Response(
-            200,
-            json={
-                "id": f"chatcmpl-{len(self.requests)}",
-                "object": "chat.completion",
-                "created": 1700000000,
-                "model": body["model"],
-                "choices": [
-                    {
-                        "index": 0,
-                        "message": {"role": "assistant", "content": reply.text},
-                        "finish_reason": "stop",
-                    }
-                ],
-                "usage": {"prompt_tokens": 1000, "completion_tokens": 50, "total_tokens": 1050},
-            },
+            200, json=completion_body(judged, ChatRequest(body), len(self.requests))
         )
 
 
@@ -76,7 +60,7 @@ def fake_judge(monkeypatch: pytest.MonkeyPatch) -> Iterator[FakeJudge]:
     """A dummy key, no waits between retries, every HTTP call answered by respx."""
     monkeypatch.setenv("OPENAI_API_KEY", API_KEY)
     monkeypatch.setattr(
-        llm, "DEFAULT_RETRY", llm.RetryPolicy(initial_wait=0.0, max_wait=0.0, jitter=0.0)
+        llm.config, "DEFAULT_RETRY", llm.RetryPolicy(initial_wait=0.0, max_wait=0.0, jitter=0.0)
     )
     judge = FakeJudge()
     with respx.mock(assert_all_mocked=True) as router:

@@ -4,7 +4,6 @@ analyze. The runs are real, made by the runner (see conftest `multi`)."""
 
 from __future__ import annotations
 
-import asyncio
 import copy
 import json
 import re
@@ -27,7 +26,7 @@ from tau_bench.cli.app import app
 from tau_bench.domains import load_domain
 from tau_bench.results import read_log
 from tests.conftest import DATA_DIR
-from tests.tau_bench.analysis.conftest import ROTATION, MultiRuns, Runs, _multi_config
+from tests.tau_bench.analysis.conftest import ROTATION, MultiRuns, Runs
 from tests.tau_bench.analysis.test_report import _browse
 
 TASKS = ["airline/0", "airline/1", "retail/0", "retail/1"]
@@ -295,24 +294,6 @@ def test_mt_bench_never_overwrites_on_a_file_name_clash(multi: MultiRuns, tmp_pa
         "m_taskx-1_2_trajectory.jsonl",
         "m_taskx-1_trajectory.jsonl",
     ]
-
-
-def test_runner_mt_bench_output_matches_the_export(tmp_path: Path) -> None:
-    from tau_bench.runner import run
-
-    config = _multi_config(tmp_path / "run", "mt", output_format="mt-bench", num_trials=1)
-    outcome = asyncio.run(run(config))
-    runner_folder = Path(outcome.summary["files"]["mt_bench"])
-    assert "mt_bench_error" not in outcome.summary["files"]
-    result = invoke("export", outcome.plan.log_path, "-o", tmp_path / "export", "--model", "oracle")
-    assert result.exit_code == 0, result.output
-    (export_folder,) = (tmp_path / "export").iterdir()
-    names = sorted(p.name for p in runner_folder.iterdir())
-    assert names == sorted(p.name for p in export_folder.iterdir())
-    assert "oracle_taskretail-1_trajectory.jsonl" in names
-    scores = (runner_folder / "oracle_scores.jsonl").read_text()
-    assert scores == (export_folder / "oracle_scores.jsonl").read_text()
-    assert [json.loads(line)["task-id"] for line in scores.splitlines()] == TASKS
 
 
 # -- rescore ---------------------------------------------------------------------------

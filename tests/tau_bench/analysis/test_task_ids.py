@@ -9,7 +9,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from tau_bench.analysis.task_ids import (
+from tau_bench.task_ids import (
     file_part,
     ids_text,
     parse_task_id,

@@ -14,8 +14,8 @@ from gymnasium.utils.env_checker import check_env
 
 import tau_bench.gym
 from tau_adapters.protocol import STOP_TOKEN
-from tau_bench.domains import UnknownDomainError
 from tau_bench.gym import TauBenchEnv
+from tau_bench.suites import UnknownDomainError
 from tau_bench.users.prompts import GREETING
 from tests.conftest import DATA_DIR
 from tests.tau_bench.agents.fake_llm import FakeLLM, Reply, Request

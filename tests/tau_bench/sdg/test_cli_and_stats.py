@@ -13,8 +13,8 @@ from typing import Any
 from typer.testing import CliRunner
 
 from tau_bench.cli.sdg_cmd import app
+from tau_bench.fakes import OpenAIServer
 from tau_bench.sdg.fake import FakeModel
-from tau_bench.sdg.fake.server import FakeModelServer
 from tau_bench.sdg.output import next_sample_index
 from tau_bench.sdg.stats import compute_stats, near_duplicates, provenance
 from tau_bench.tasks import Action, Task, load_tasks
@@ -182,7 +182,7 @@ def test_end_to_end_generate_over_http_then_tau_run(airline, tmp_path: Path) -> 
         "OPENAI_API_KEY": "sk-local-fake-0000",
     }
     model = FakeModel(airline)
-    with FakeModelServer(model.reply) as server:
+    with OpenAIServer(model.respond) as server:
         gen = subprocess.run(
             [
                 str(TAU),

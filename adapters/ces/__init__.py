@@ -1,0 +1,1 @@
+"""CX Agent Studio / Customer Engagement Suite (CES) adapter."""

@@ -1,0 +1,1 @@
+"""What needs benchmark data: the emulator, provisioning, the `tau ces` commands."""

@@ -1,9 +1,0 @@
-"""A local Dialogflow CX gRPC emulator backed by any local agent (the "brain").
-
-`tau dialogflow emulate` runs it; tests start `Emulator` in-process on an ephemeral port.
-"""
-
-from adapters.dialogflow.emulator.faults import FaultPlan, FaultSpecError
-from adapters.dialogflow.emulator.server import Emulator
-
-__all__ = ["Emulator", "FaultPlan", "FaultSpecError"]

@@ -1,0 +1,1 @@
+"""The Dialogflow CX adapter's harness: `tau dialogflow` commands and the gRPC emulator (may import tau_bench)."""

@@ -1,0 +1,1 @@
+"""The HTTP adapter's harness: `tau http` commands and the reference bot (may import tau_bench)."""

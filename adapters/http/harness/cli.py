@@ -1,0 +1,111 @@
+"""`tau http init | check | presets`: starter configs for the HTTP chatbot adapter."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+from typing import NoReturn
+
+import typer
+
+from tau_bench.cli.errors import UserError
+
+app = typer.Typer(
+    help="HTTP chatbot adapter: starter configs, checks, the reference bot.",
+    no_args_is_help=True,
+    add_completion=False,
+)
+
+
+def _fail(message: str) -> NoReturn:
+    """One line on stderr and exit code 2 (through the CLI's UserError handling)."""
+    raise UserError(message)
+
+
+@app.command()
+def init(
+    preset: str = typer.Option(..., "--preset", help="openai-chat, rasa-rest or generic-json."),
+    output: Path | None = typer.Option(
+        None, "-o", "--output", help="Write here (default: print to stdout)."
+    ),
+    force: bool = typer.Option(False, "--force", help="Overwrite an existing file."),
+) -> None:
+    """Write a starter bot config from a preset; edit it, then `tau run --agent-strategy http`."""
+    from adapters.http.presets import UnknownPresetError, preset_text
+
+    try:
+        text = preset_text(preset)
+    except UnknownPresetError as exc:
+        _fail(str(exc))
+    header = (
+        f"# HTTP bot config, from the {preset!r} preset (docs/http-adapter.md).\n"
+        "# ${NAME} reads an environment variable (${NAME:-default} with a default).\n"
+    )
+    if output is None:
+        sys.stdout.write(header + text)
+        return
+    if output.exists() and not force:
+        _fail(f"{output} exists; pass --force to overwrite it")
+    try:
+        output.write_text(header + text, encoding="utf-8")
+    except OSError as exc:
+        _fail(f"cannot write {output}: {exc.strerror}")
+    print(
+        f"wrote {output} (preset {preset}); check it with: tau http check {output}", file=sys.stderr
+    )
+
+
+@app.command()
+def check(config: Path = typer.Argument(..., help="The bot config (YAML or JSON).")) -> None:
+    """Validate a bot config (with the current environment) and summarise it."""
+    from adapters.http.config import ConfigError, load_config
+
+    try:
+        cfg = load_config(config).config
+    except ConfigError as exc:
+        _fail(str(exc))
+    send = cfg.message
+    results = cfg.tool_results_request()
+    print(f"{config}: ok")
+    print(f"  session mode : {cfg.session.mode}")
+    print(f"  messages     : {send.method} {send.path or '/'} ({send.stream})")
+    print(f"  tool results : {cfg.tool_results.mode}, {results.method} {results.path or '/'}")
+    print(f"  server tools : {'on' if cfg.server_tools.enabled else 'off'}")
+
+
+@app.command()
+def presets() -> None:
+    """List the shipped presets."""
+    from adapters.http.presets import PRESETS
+
+    for name, text in PRESETS.items():
+        first = text.splitlines()[0].lstrip("# ").strip()
+        print(f"{name:14} {first}")
+
+
+@app.command("serve-bot")
+def serve_bot(
+    port: int = typer.Option(8765, "--port", help="Port on 127.0.0.1."),
+    host: str = typer.Option("127.0.0.1", "--host"),
+    brain: str = typer.Option(
+        "oracle", "--brain", help="Agent strategy answering (oracle, tool-calling, ...)."
+    ),
+    model: str | None = typer.Option(None, "--model", help="Model of an LLM brain."),
+    token: str | None = typer.Option(
+        None, "--token", envvar="BOT_TOKEN", help="Require this bearer token (env BOT_TOKEN)."
+    ),
+    data_dir: Path | None = typer.Option(None, "--data-dir", help="τ-bench data directory."),
+) -> None:
+    """Run the reference bot (the generic-json preset's API) backed by a local agent."""
+    import uvicorn
+
+    from adapters.http.harness.reference_bot import create_bot_app
+
+    options = {"model": model} if model else {}
+    bot = create_bot_app(brain=brain, brain_options=options, data_dir=data_dir, token=token)
+    print(f"reference bot ({brain}) on http://{host}:{port}; try:", file=sys.stderr)
+    print(
+        f"  BOT_URL=http://{host}:{port} tau http init --preset generic-json -o bot.yaml",
+        file=sys.stderr,
+    )
+    uvicorn.run(bot, host=host, port=port, log_level="warning")

@@ -1,0 +1,104 @@
+"""Adapter options: each adapter declares its own, as a pydantic model, with its CLI flags.
+
+An adapter's `build` function carries its options model (`build.options_model = Options`).
+Every field is an option of the run's `agent_options`; its command-line flags are
+`--field-name` and `--field_name`, or the spellings listed in
+`Field(json_schema_extra={"flags": [...]})`. A list-typed field is a repeatable flag, a
+bool field a switch. `json_schema_extra={"secret": True}` marks a value that must never
+be shown (it is redacted in every record). The harness reads all of this from here, so
+the core names no adapter and no adapter flag.
+"""
+
+from __future__ import annotations
+
+import types
+import typing
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from pydantic import BaseModel, ValidationError
+
+from tau_adapters.protocol import AdapterConfigError
+
+
+@dataclass(frozen=True)
+class OptionFlag:
+    """One adapter option as the command line sees it."""
+
+    field: str
+    flags: tuple[str, ...]
+    help: str
+    multiple: bool
+    is_switch: bool
+    secret: bool
+
+
+def options_model(builder: Callable[..., Any]) -> type[BaseModel] | None:
+    """The options model an adapter's `build` declares, if any."""
+    model = getattr(builder, "options_model", None)
+    return model if isinstance(model, type) and issubclass(model, BaseModel) else None
+
+
+def _extra(info: Any) -> dict[str, Any]:
+    extra = info.json_schema_extra
+    return dict(extra) if isinstance(extra, dict) else {}
+
+
+def _is_list(annotation: Any) -> bool:
+    origin = typing.get_origin(annotation)
+    if origin in (list, tuple, set, frozenset):
+        return True
+    if origin in (typing.Union, types.UnionType):
+        return any(_is_list(a) for a in typing.get_args(annotation) if a is not type(None))
+    return False
+
+
+def _is_bool(annotation: Any) -> bool:
+    if annotation is bool:
+        return True
+    if typing.get_origin(annotation) in (typing.Union, types.UnionType):
+        args = [a for a in typing.get_args(annotation) if a is not type(None)]
+        return args == [bool]
+    return False
+
+
+def option_flags(model: type[BaseModel]) -> list[OptionFlag]:
+    """The model's fields as command-line flags (dashed and underscored spellings)."""
+    out: list[OptionFlag] = []
+    for name, info in model.model_fields.items():
+        extra = _extra(info)
+        dashed = list(extra.get("flags") or ["--" + name.replace("_", "-")])
+        spellings: list[str] = []
+        for flag in dashed:
+            for spelling in (flag, "--" + flag[2:].replace("-", "_")):
+                if spelling not in spellings:
+                    spellings.append(spelling)
+        out.append(
+            OptionFlag(
+                field=name,
+                flags=tuple(spellings),
+                help=info.description or "",
+                multiple=_is_list(info.annotation),
+                is_switch=_is_bool(info.annotation),
+                secret=bool(extra.get("secret")),
+            )
+        )
+    return out
+
+
+def secret_fields(model: type[BaseModel]) -> frozenset[str]:
+    return frozenset(f.field for f in option_flags(model) if f.secret)
+
+
+def validate_options(name: str, model: type[BaseModel], options: Mapping[str, Any]) -> BaseModel:
+    """`options` checked against the adapter's model: one line naming the first bad key."""
+    try:
+        return model.model_validate(dict(options))
+    except ValidationError as exc:
+        error = exc.errors()[0]
+        where = ".".join(str(p) for p in error.get("loc", ())) or "options"
+        if error.get("type") == "extra_forbidden":
+            known = ", ".join(sorted(model.model_fields))
+            raise AdapterConfigError(f"{name}: unknown option {where!r} (known: {known})") from None
+        raise AdapterConfigError(f"{name}: option {where}: {error.get('msg')}") from None

@@ -1,0 +1,196 @@
+"""Keep secrets out of result files, trajectories, error messages and API answers.
+
+One module, in the SDK, so that the runner, the service and every adapter redact the same
+way. Three tools, for three situations:
+
+- structured options (`redact_secrets`): the value of every secret-looking key, at any
+  depth, becomes a stable short fingerprint (`<redacted sha256:0123456789abcdef>`):
+  comparable across runs (resume checks it), useless as the secret. A value that is
+  already a fingerprint is kept as is, so redacting twice changes nothing;
+- known secret values (`mask_values`, `Redactor`): every occurrence inside any string is
+  replaced by a mask, wherever it found its way (an error text, a recorded payload);
+- free text from elsewhere (`redact_text`): known values, secret-looking environment
+  variables and the common shapes of API keys and tokens are masked.
+
+Depends on nothing but the standard library.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import re
+from collections.abc import Iterable, Mapping, Sequence
+from typing import Any
+
+MASK = "***"
+"""What a masked secret inside a string becomes."""
+
+MIN_SECRET_LENGTH = 4
+"""Shorter known values are not masked: they would mask ordinary words."""
+
+MIN_ENV_SECRET_LENGTH = 6
+"""Environment values shorter than this (flags such as `True`) are not treated as secrets."""
+
+SECRET_KEY_HINTS = ("key", "token", "secret", "password", "passwd", "authorization", "bearer")
+"""A key whose lower-cased name contains one of these holds a secret."""
+
+_FINGERPRINT = re.compile(r"<redacted sha256:[0-9a-f]{16}>")
+_SECRET_ENV_NAME = re.compile(r"(KEY|TOKEN|SECRET|PASSWORD|CREDENTIALS?)$", re.IGNORECASE)
+_SECRET_SHAPES = (
+    re.compile(r"sk-[A-Za-z0-9_\-]{6,}"),
+    re.compile(r"AIza[0-9A-Za-z_\-]{10,}"),
+    re.compile(r"ya29\.[0-9A-Za-z_\-.]+"),
+    re.compile(r"(?i)(bearer\s+)[^\s'\",]+"),
+    re.compile(r"(?i)([?&](?:key|api_key|access_token)=)[^&\s'\"]+"),
+    re.compile(r"(?i)((?:x-api-key|x-goog-api-key|api[_-]?key)[\"']?\s*[:=]\s*[\"']?)[^\s'\",}]+"),
+)
+_PUBLIC_HEADERS = frozenset(
+    {"content-type", "accept", "user-agent", "content-length", "retry-after", "date"}
+)
+
+
+# ---------------------------------------------------------------------- structured values
+
+
+def is_secret_key(key: str) -> bool:
+    """Whether a mapping key names a secret (`api_key`, `Authorization`, `db_password`...)."""
+    lowered = key.lower()
+    return any(hint in lowered for hint in SECRET_KEY_HINTS)
+
+
+def is_redacted(value: Any) -> bool:
+    """Whether `value` is a fingerprint made by `fingerprint`."""
+    return isinstance(value, str) and _FINGERPRINT.fullmatch(value) is not None
+
+
+def fingerprint(value: Any) -> str:
+    """A stable short stand-in for a secret; a fingerprint is returned unchanged."""
+    if is_redacted(value):
+        return str(value)
+    digest = hashlib.sha256(str(value).encode("utf-8")).hexdigest()[:16]
+    return f"<redacted sha256:{digest}>"
+
+
+def redact_secrets(value: Any) -> Any:
+    """A copy of a JSON-like value with every secret-looking key's value fingerprinted, at
+    any depth (None stays None: an unset secret is not a secret). Idempotent."""
+    if isinstance(value, Mapping):
+        return {
+            k: fingerprint(v) if v is not None and is_secret_key(str(k)) else redact_secrets(v)
+            for k, v in value.items()
+        }
+    if isinstance(value, list | tuple):
+        return [redact_secrets(v) for v in value]
+    return value
+
+
+def secret_values(value: Any, *, under_secret: bool = False) -> set[str]:
+    """Every string stored under a secret-looking key, at any depth (fingerprints and
+    values too short to mask left out): the values to mask wherever they reappear."""
+    found: set[str] = set()
+    if isinstance(value, Mapping):
+        for key, item in value.items():
+            found |= secret_values(item, under_secret=under_secret or is_secret_key(str(key)))
+    elif isinstance(value, list | tuple):
+        for item in value:
+            found |= secret_values(item, under_secret=under_secret)
+    elif under_secret and value is not None and not is_redacted(value):
+        text = str(value)
+        if len(text) >= MIN_SECRET_LENGTH:
+            found.add(text)
+    return found
+
+
+# ---------------------------------------------------------------------- known values in text
+
+
+def _ordered(secrets: Iterable[str | None], min_length: int = MIN_SECRET_LENGTH) -> list[str]:
+    """Distinct usable secrets, longest first (a secret containing another is masked whole)."""
+    return sorted({s for s in secrets if s and len(s) >= min_length}, key=len, reverse=True)
+
+
+def _mask_text(text: str, ordered: Sequence[str], mask: str) -> str:
+    for secret in ordered:
+        if secret in text:
+            text = text.replace(secret, mask)
+    return text
+
+
+def mask_values(value: Any, secrets: Iterable[str | None], *, mask: str = MASK) -> Any:
+    """A copy of a JSON-like value (or a string) with every occurrence of a secret masked in
+    every string, keys included, at any depth."""
+    ordered = _ordered(secrets)
+    if not ordered:
+        return value
+
+    def walk(item: Any) -> Any:
+        if isinstance(item, str):
+            return _mask_text(item, ordered, mask)
+        if isinstance(item, Mapping):
+            return {walk(k) if isinstance(k, str) else k: walk(v) for k, v in item.items()}
+        if isinstance(item, list | tuple):
+            return [walk(v) for v in item]
+        return item
+
+    return walk(value)
+
+
+def environment_secrets(environ: Mapping[str, str] | None = None) -> list[str]:
+    """Values of environment variables whose names end in KEY, TOKEN, SECRET, PASSWORD or
+    CREDENTIALS (the usual homes of API keys)."""
+    env = os.environ if environ is None else environ
+    return [
+        v for k, v in env.items() if _SECRET_ENV_NAME.search(k) and len(v) >= MIN_ENV_SECRET_LENGTH
+    ]
+
+
+def redact_text(text: str, secrets: Iterable[str | None] = (), *, mask: str = MASK) -> str:
+    """`text` with known secrets, secret environment values and anything shaped like an API
+    key or token (`sk-...`, `AIza...`, `Bearer ...`, `?key=...`, `api_key: ...`) masked."""
+    text = _mask_text(text, _ordered([*secrets, *environment_secrets()]), mask)
+    for pattern in _SECRET_SHAPES:
+        text = pattern.sub(lambda m: (m.group(1) if m.groups() else "") + mask, text)
+    return text
+
+
+def truncate(text: str, limit: int) -> str:
+    """`text` cut to `limit` characters, saying how much was left out."""
+    if len(text) <= limit:
+        return text
+    return text[:limit] + f"... [{len(text) - limit} more chars]"
+
+
+class Redactor:
+    """The secrets of one adapter run (config values, tokens learnt on the way), applied to
+    everything it records: texts, JSON payloads (long strings cut), HTTP headers."""
+
+    def __init__(self, secrets: Iterable[str] = (), max_chars: int = 20000) -> None:
+        self._secrets = _ordered(secrets)
+        self.max_chars = max_chars
+
+    def add(self, secret: str) -> None:
+        """Mask `secret` too from now on (a session token the agent handed out)."""
+        if secret and len(secret) >= MIN_SECRET_LENGTH and secret not in self._secrets:
+            self._secrets = _ordered([*self._secrets, secret])
+
+    def text(self, value: str) -> str:
+        return _mask_text(value, self._secrets, MASK)
+
+    def value(self, obj: Any) -> Any:
+        """A redacted deep copy of a JSON-like value, long strings truncated."""
+        if isinstance(obj, str):
+            return truncate(self.text(obj), self.max_chars)
+        if isinstance(obj, Mapping):
+            return {self.text(str(k)): self.value(v) for k, v in obj.items()}
+        if isinstance(obj, list | tuple):
+            return [self.value(v) for v in obj]
+        return obj
+
+    def headers(self, headers: Mapping[str, str]) -> dict[str, str]:
+        """Header values masked wholesale, except a few that never carry credentials."""
+        return {
+            k: (self.text(v) if k.lower() in _PUBLIC_HEADERS else MASK) for k, v in headers.items()
+        }
+
+    truncate = staticmethod(truncate)

@@ -1,0 +1,197 @@
+"""Concurrency levels: one level in this process or split over processes started
+together, and the whole benchmark (`run_runner_benchmark`) against the fake server."""
+
+from __future__ import annotations
+
+import math
+import os
+import statistics
+import tempfile
+import time
+from collections.abc import Callable
+from typing import Any
+
+from tau_bench.benchmarks.runner.measure import DEFAULT_MODEL, Setup, measure
+from tau_bench.fakes.process import OpenAIServerProcess
+
+DEFAULT_LEVELS = [(1, 20), (50, 500), (200, 500)]
+DEFAULT_LATENCY = 0.2
+STACKS = ("litellm", "raw")
+ALL_STACKS = ("litellm", "litellm-sdk", "raw")
+STACK_HELP = {
+    "litellm": "the real tool-calling agent and LLM user through tau_bench.llm",
+    "litellm-sdk": "the same, with litellm's openai-SDK route and its default clients "
+    "(how tau_bench.llm called OpenAI-compatible servers before)",
+    "raw": "a minimal agent and user on bare asyncio connections: the runner's own cost",
+}
+RESPONDER = "tau_bench.benchmarks.runner.replies:respond"
+"""The fake server's reply function (the scripted agent and user)."""
+
+
+def split(total: int, parts: int) -> list[int]:
+    return [total // parts + (1 if i < total % parts else 0) for i in range(parts)]
+
+
+def worker(
+    setup: Setup, stack: str, concurrency: int, episodes: int, ready: Any, start: Any, out: Any
+) -> None:
+    """One process of a multi-process level: warm up, wait for the start, run, report."""
+    try:
+        measure(setup, stack, 1, 1)
+        ready.put(None)
+        start.wait()
+        out.put(measure(setup, stack, concurrency, episodes))
+    except BaseException as exc:
+        ready.put(f"{type(exc).__name__}: {exc}")
+        out.put({"error": f"{type(exc).__name__}: {exc}"})
+        raise
+
+
+def measure_in_processes(
+    server: OpenAIServerProcess,
+    setup: Setup,
+    stack: str,
+    concurrency: int,
+    episodes: int,
+    processes: int,
+) -> tuple[list[dict[str, Any]], float, dict[str, int], float]:
+    """The level split evenly over `processes` spawned workers started together (what a
+    multi-process runner would get); the wall time runs from the common start. Returns
+    the workers' figures, the wall time, and the server's stats and CPU at the start."""
+    import multiprocessing
+
+    ctx = multiprocessing.get_context("spawn")
+    ready, out, start = ctx.Queue(), ctx.Queue(), ctx.Event()
+    shares = zip(split(concurrency, processes), split(episodes, processes), strict=True)
+    procs = [
+        ctx.Process(target=worker, args=(setup, stack, c, n, ready, start, out), daemon=True)
+        for c, n in shares
+    ]
+    for proc in procs:
+        proc.start()
+    try:
+        for _ in procs:
+            problem = ready.get(timeout=600)
+            if problem is not None:
+                raise RuntimeError(f"benchmark worker failed to start: {problem}")
+        before, server_cpu0 = server.stats(), server.cpu_seconds()  # after the warm-ups
+        t0 = time.perf_counter()
+        start.set()
+        parts = [out.get(timeout=3600) for _ in procs]
+        wall = time.perf_counter() - t0
+    finally:
+        for proc in procs:
+            proc.join(timeout=30)
+            if proc.is_alive():
+                proc.terminate()
+    failed = [p["error"] for p in parts if "error" in p]
+    if failed:
+        raise RuntimeError(f"benchmark worker failed: {failed[0]}")
+    return parts, wall, before, server_cpu0
+
+
+def run_level(
+    server: OpenAIServerProcess,
+    setup: Setup,
+    stack: str,
+    concurrency: int,
+    episodes: int,
+    latency: float,
+    processes: int = 1,
+) -> dict[str, Any]:
+    if processes == 1:
+        before, server_cpu0 = server.stats(), server.cpu_seconds()
+        parts = [measure(setup, stack, concurrency, episodes)]
+        wall = parts[0]["wall_s"]
+    else:
+        parts, wall, before, server_cpu0 = measure_in_processes(
+            server, setup, stack, concurrency, episodes, processes
+        )
+    server_cpu = server.cpu_seconds() - server_cpu0
+    after = server.stats()
+    calls = after["requests"] - before["requests"]
+    per_episode = calls / episodes
+    bound = per_episode * latency * episodes / concurrency
+    waves = math.ceil(episodes / concurrency) * per_episode * latency
+    cpu = sum(p["cpu_s"] for p in parts)
+    label = stack + ("+progress" if setup.progress else "")
+    return {
+        "stack": label
+        + (f" x{processes} proc" if processes > 1 else "")
+        + (f" x{setup.workers} workers" if setup.workers > 1 else ""),
+        "processes": processes,
+        "workers": setup.workers,
+        "concurrency": concurrency,
+        "episodes": episodes,
+        "calls": calls,
+        "calls_per_episode": per_episode,
+        "wall_s": wall,
+        "bound_s": bound,
+        "wall_over_bound": wall / bound if bound else None,
+        "wave_bound_s": waves,
+        "wall_over_wave_bound": wall / waves if waves else None,
+        "cpu_s": cpu,
+        "cpu_ms_per_call": 1000 * cpu / calls if calls else None,
+        "calls_per_s": calls / wall if wall else None,
+        "server_cpu_s": server_cpu,
+        "connections": after["connections"] - before["connections"],
+        "http_clients": sum(p["http_clients"] for p in parts),
+        "peak_rss_mb": sum(p["peak_rss_mb"] for p in parts),
+        "agent_turn_p50_s": statistics.median(p["agent_turn_p50_s"] for p in parts),
+        "agent_turn_p95_s": max(p["agent_turn_p95_s"] for p in parts),
+        "errors": sum(p["errors"] for p in parts),
+        "error_kinds": [p["error_kinds"] for p in parts],
+        "avg_reward": statistics.fmean(p["avg_reward"] for p in parts),
+    }
+
+
+def run_runner_benchmark(
+    levels: list[tuple[int, int]] | None = None,
+    latency: float = DEFAULT_LATENCY,
+    env: str = "airline",
+    data_dir: str | None = None,
+    stacks: tuple[str, ...] = STACKS,
+    model: str = DEFAULT_MODEL,
+    progress: Callable[[], Any] | None = None,
+    processes: int = 1,
+    workers: int = 1,
+) -> list[dict[str, Any]]:
+    """One row per stack and (concurrency, episodes) level; see the module docstring.
+
+    Stacks (`ALL_STACKS`): "litellm" is the real tool-calling agent and LLM user (the
+    number that matters); "litellm-sdk" the same through litellm's openai-SDK route and
+    default clients; "raw" swaps both for bare asyncio clients to isolate the runner's
+    overhead. `processes` > 1 splits every level evenly over that many processes started
+    together. `progress`, a module-level function returning a runner observer, attaches
+    one (the CLI's progress bar) to every run. `workers` > 1 runs every level with `tau run --workers` (the runner's own
+    worker processes; litellm stacks only). A one-episode warm-up per stack (imports,
+    connections) is not measured.
+    """
+    unknown = [s for s in stacks if s not in ALL_STACKS]
+    if unknown:
+        raise ValueError(f"unknown stack(s) {unknown}; choose from {', '.join(ALL_STACKS)}")
+    levels = levels or DEFAULT_LEVELS
+    if processes < 1 or any(min(c, n) < processes for c, n in levels):
+        raise ValueError("every level needs at least one episode and one slot per process")
+    if workers < 1:
+        raise ValueError("--workers must be at least 1")
+    if workers > 1 and (processes > 1 or "raw" in stacks):
+        raise ValueError("--workers takes the litellm stacks and no --processes")
+    from tau_bench.llm import configure_litellm
+
+    configure_litellm()
+    if "litellm-sdk" in stacks:  # the openai SDK insists on a key; the fake server ignores it
+        os.environ.setdefault("OPENAI_API_KEY", "mock-server-needs-no-key")
+    server = OpenAIServerProcess(RESPONDER, latency=latency)
+    rows = []
+    try:
+        with tempfile.TemporaryDirectory(prefix="runner-bench-") as tmp:
+            setup = Setup(server.base, env, data_dir, tmp, model, progress, workers)
+            for stack in stacks:
+                measure(setup, stack, 1, 1)  # warm-up: imports, first connections
+                for concurrency, episodes in levels:
+                    row = run_level(server, setup, stack, concurrency, episodes, latency, processes)
+                    rows.append(row)
+    finally:
+        server.stop()
+    return rows

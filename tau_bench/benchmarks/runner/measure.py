@@ -1,0 +1,172 @@
+"""One measured level in this process: wall time, CPU, peak memory, HTTP clients."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import os
+import threading
+import time
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from tau_bench.benchmarks.runner.raw_stack import RawStack
+
+DEFAULT_MODEL = "openai/gpt-4o-mini"  # a priced model: cost is computed as in real runs
+
+
+class PeakRSS:
+    """Samples this process's resident memory every 20 ms in a thread; with `workers`,
+    plus that of its `tau run --workers` processes (spawned multiprocessing children)."""
+
+    def __init__(self, workers: bool = False) -> None:
+        import psutil
+
+        self._proc = psutil.Process()
+        self._workers = workers
+        self._is_worker: dict[int, bool] = {}
+        self.peak = self._proc.memory_info().rss
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._loop, daemon=True)
+
+    def _rss(self) -> int:
+        import psutil
+
+        total = int(self._proc.memory_info().rss)
+        if not self._workers:
+            return total
+        for child in self._proc.children():
+            try:
+                if child.pid not in self._is_worker:
+                    self._is_worker[child.pid] = "spawn_main" in " ".join(child.cmdline())
+                if self._is_worker[child.pid]:
+                    total += child.memory_info().rss
+            except psutil.Error:
+                continue  # exited meanwhile
+        return total
+
+    def _loop(self) -> None:
+        while not self._stop.wait(0.02):
+            self.peak = max(self.peak, self._rss())
+
+    def __enter__(self) -> PeakRSS:
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._stop.set()
+        self._thread.join()
+        self.peak = max(self.peak, self._rss())
+
+
+@contextlib.contextmanager
+def openai_route(stack: str) -> Iterator[None]:
+    """Select litellm's route for OpenAI calls for one level (read by litellm per call)."""
+    from tau_bench.llm import OPENAI_HANDLER_ENV
+
+    before = os.environ.get(OPENAI_HANDLER_ENV)
+    os.environ[OPENAI_HANDLER_ENV] = "False" if stack == "litellm-sdk" else "True"
+    try:
+        yield
+    finally:
+        if before is None:
+            os.environ.pop(OPENAI_HANDLER_ENV, None)
+        else:
+            os.environ[OPENAI_HANDLER_ENV] = before
+
+
+def tasks_file(directory: Path, env: str, data_dir: str | None, episodes: int) -> Path:
+    """`episodes` copies of one task, so any N runs as N distinct task ids, one trial."""
+    from tau_bench.domains import load_domain
+
+    task = load_domain(env, data_dir).tasks("test")[0].model_dump(mode="json")
+    path = directory / f"tasks_{episodes}.json"
+    path.write_text(json.dumps([task] * episodes))
+    return path
+
+
+@dataclass(frozen=True)
+class Setup:
+    """What every measured run shares: the fake server, the domain, where files go.
+
+    Picklable (spawned workers get it): `progress` must be a module-level function."""
+
+    base: str
+    env: str = "airline"
+    data_dir: str | None = None
+    workdir: str = "."
+    model: str = DEFAULT_MODEL
+    progress: Callable[[], Any] | None = None  # an observer factory (the CLI's progress bar)
+    workers: int = 1  # `tau run --workers` (not for the raw stack: its clients are injected)
+
+
+def measure(setup: Setup, stack: str, concurrency: int, episodes: int) -> dict[str, Any]:
+    """Run `episodes` episodes at `concurrency` in this process; wall, CPU and memory."""
+    from tau_bench.config import RunConfig
+    from tau_bench.llm import aclose_clients, client_counts
+    from tau_bench.runner import Runner, prepare_run
+
+    api_base = f"{setup.base}/v1"
+    config = RunConfig(
+        env=setup.env,
+        agent_strategy="tool-calling",
+        model=setup.model,
+        api_base=api_base,
+        user_strategy="llm",
+        user_model=setup.model,
+        user_api_base=api_base,
+        tasks_file=str(tasks_file(Path(setup.workdir), setup.env, setup.data_dir, episodes)),
+        max_concurrency=concurrency,
+        workers=setup.workers,
+        data_dir=setup.data_dir,
+        log_dir=setup.workdir,
+        run_name=f"bench_{stack}_c{concurrency}_n{episodes}_{os.getpid()}_{time.monotonic_ns()}",
+        quiet=True,
+    )
+    plan = prepare_run(config)
+    observer = setup.progress() if setup.progress is not None else None
+    clients: dict[str, int] = {}
+
+    async def go() -> Any:
+        if stack == "raw":
+            raw = RawStack(setup.base)
+            runner = Runner(plan, observer, provider=raw.provider(), user_factory=raw.user)
+        else:
+            runner = Runner(plan, observer)
+        try:
+            return await runner.run()
+        finally:
+            clients.update(client_counts())
+            await aclose_clients()
+
+    with openai_route(stack), PeakRSS(workers=setup.workers > 1) as rss:
+        cpu0 = time.process_time() + children_cpu()
+        t0 = time.perf_counter()
+        outcome = asyncio.run(go())
+        wall = time.perf_counter() - t0
+        # The workers have been reaped by now: their CPU is in the children's usage.
+        cpu = time.process_time() + children_cpu() - cpu0
+    summary = outcome.summary
+    return {
+        "wall_s": wall,
+        "cpu_s": cpu,
+        "peak_rss_mb": rss.peak / 2**20,
+        "http_clients": sum(clients.values()),
+        "agent_turn_p50_s": summary["latency"]["agent_turn"]["p50"],
+        "agent_turn_p95_s": summary["latency"]["agent_turn"]["p95"],
+        "errors": summary["errors"],
+        "error_kinds": summary["error_kinds"],
+        "avg_reward": summary["avg_reward"],
+    }
+
+
+def children_cpu() -> float:
+    """CPU seconds of this process's reaped children (`tau run --workers` processes; the
+    fake server is still running, so not counted)."""
+    import resource
+
+    usage = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return usage.ru_utime + usage.ru_stime

@@ -1,0 +1,67 @@
+"""The benchmark's rows as a rich table or Markdown, and its `--levels` syntax."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from tau_bench.benchmarks.runner.levels import DEFAULT_LATENCY
+
+COLUMNS = (
+    ("stack", lambda r: r["stack"]),
+    ("conc.", lambda r: str(r["concurrency"])),
+    ("episodes", lambda r: str(r["episodes"])),
+    ("calls/ep", lambda r: f"{r['calls_per_episode']:.1f}"),
+    ("wall s", lambda r: f"{r['wall_s']:.2f}"),
+    ("bound s", lambda r: f"{r['bound_s']:.2f}"),
+    ("wall/bound", lambda r: f"{r['wall_over_bound']:.2f}"),
+    ("wave bound s", lambda r: f"{r['wave_bound_s']:.2f}"),
+    ("wall/wave", lambda r: f"{r['wall_over_wave_bound']:.2f}"),
+    ("CPU s", lambda r: f"{r['cpu_s']:.2f}"),
+    ("CPU ms/call", lambda r: f"{r['cpu_ms_per_call']:.2f}"),
+    ("calls/s", lambda r: f"{r['calls_per_s']:.0f}"),
+    ("server CPU s", lambda r: f"{r['server_cpu_s']:.2f}"),
+    ("conns", lambda r: str(r["connections"])),
+    (
+        "turn p50/p95 ms",
+        lambda r: f"{r['agent_turn_p50_s'] * 1000:.0f}/{r['agent_turn_p95_s'] * 1000:.0f}",
+    ),
+    ("peak RSS MB", lambda r: f"{r['peak_rss_mb']:.0f}"),
+    ("errors", lambda r: str(r["errors"])),
+)
+
+
+def render(rows: list[dict[str, Any]], latency: float = DEFAULT_LATENCY) -> Any:
+    """The rows as a rich table (one column per figure the issue asks for)."""
+    from rich.table import Table
+
+    table = Table(title=f"Runner: fake OpenAI server, {latency * 1000:.0f} ms per model call")
+    for name, _ in COLUMNS:
+        table.add_column(name, justify="left" if name == "stack" else "right")
+    for row in rows:
+        table.add_row(*(cell(row) for _, cell in COLUMNS))
+    return table
+
+
+def markdown(rows: list[dict[str, Any]]) -> str:
+    """The rows as a Markdown table (for docs/performance.md)."""
+    out = [
+        "| " + " | ".join(name for name, _ in COLUMNS) + " |",
+        "|---|" + "---:|" * (len(COLUMNS) - 1),
+    ]
+    out += ["| " + " | ".join(cell(row) for _, cell in COLUMNS) + " |" for row in rows]
+    return "\n".join(out)
+
+
+def parse_levels(text: str) -> list[tuple[int, int]]:
+    """`"1:20,50:500"` -> [(1, 20), (50, 500)] (concurrency:episodes; episodes default 500)."""
+    out = []
+    for part in text.split(","):
+        c, _, n = part.strip().partition(":")
+        try:
+            concurrency, episodes = int(c), int(n or 500)
+        except ValueError:
+            raise ValueError(f"bad level {part!r}: expected concurrency:episodes") from None
+        if concurrency < 1 or episodes < 1:
+            raise ValueError(f"bad level {part!r}: concurrency and episodes must be >= 1")
+        out.append((concurrency, episodes))
+    return out

@@ -1,0 +1,81 @@
+"""`tau tools serve | openapi`: serve a domain's tools to agents that call tools themselves."""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+
+import typer
+
+from tau_bench.cli.errors import fail
+
+app = typer.Typer(no_args_is_help=True, add_completion=False)
+
+
+_ENV_HELP = "The domain whose tools to serve: airline or retail."
+
+
+@app.command()
+def serve(
+    env: str = typer.Option(..., "--env", help=_ENV_HELP),
+    host: str = typer.Option("127.0.0.1", "--host", help="Interface to listen on."),
+    port: int = typer.Option(8080, "--port", help="Port (0 picks a free one)."),
+    token: str | None = typer.Option(
+        None, "--token", envvar="TAU_TOOLS_TOKEN", help="Bearer token clients must send."
+    ),
+    ttl: float = typer.Option(3600.0, "--ttl", help="Seconds an idle session is kept."),
+    public_url: str | None = typer.Option(
+        None, "--public-url", help="URL agents reach this server at (for the OpenAPI servers)."
+    ),
+    data_dir: Path | None = typer.Option(None, "--data-dir", help="τ-bench data directory."),
+    mcp: bool = typer.Option(True, "--mcp/--no-mcp", help="Also serve MCP at /mcp."),
+) -> None:
+    """Serve the tools over HTTP (/sessions, /openapi.json) and MCP (/mcp)."""
+    if not token:
+        fail("pass --token TOKEN or set TAU_TOOLS_TOKEN (clients send it as a bearer token)")
+    if ttl <= 0:
+        fail("--ttl must be positive")
+    import uvicorn
+
+    from tau_bench.suites import load_domain
+    from tau_bench.toolserver import SessionStore, create_app
+
+    domain = load_domain(env, data_dir)
+    store = SessionStore(domain, ttl=ttl)
+    app_ = create_app(store, str(token), server_url=public_url, mcp=mcp)
+    where = f"http://{host}:{port}"
+    print(
+        f"serving {env} tools on {where}: POST /sessions, /sessions/{{id}}/tools/{{name}}, "
+        f"/openapi.json{', /mcp' if mcp else ''} (bearer token required)",
+        file=sys.stderr,
+    )
+    uvicorn.run(app_, host=host, port=port, log_level="warning", timeout_graceful_shutdown=2)
+
+
+@app.command()
+def openapi(
+    env: str = typer.Option(..., "--env", help=_ENV_HELP),
+    output: Path | None = typer.Option(
+        None, "-o", "--output", help="Write here (default: stdout)."
+    ),
+    server_url: str | None = typer.Option(
+        None, "--server-url", help="The tool server's public URL, put in `servers`."
+    ),
+    data_dir: Path | None = typer.Option(None, "--data-dir", help="τ-bench data directory."),
+) -> None:
+    """Print the tool server's OpenAPI document (to import into an agent platform)."""
+    from tau_bench.suites import load_domain
+    from tau_bench.toolserver.openapi import build_openapi
+
+    domain = load_domain(env, data_dir)
+    doc = build_openapi(domain.tool_schemas, domain=domain.name, server_url=server_url)
+    text = json.dumps(doc, indent=2, ensure_ascii=False) + "\n"
+    if output is None:
+        sys.stdout.write(text)
+        return
+    try:
+        output.write_text(text, encoding="utf-8")
+    except OSError as exc:
+        fail(f"cannot write {output}: {exc.strerror}")
+    print(f"wrote {output}", file=sys.stderr)

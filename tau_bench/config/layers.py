@@ -1,0 +1,180 @@
+"""Run settings from layers: defaults < a resumed run < a YAML file < the command line.
+
+Each layer is a mapping of setting names (dashes or underscores) to values;
+`config_from_mapping` normalises one, `build_config` validates the merged result.
+Settings that are not `RunConfig` fields belong to the chosen adapter: they go into
+`agent_options` when the adapter's options model declares them, and are refused
+otherwise, so a typo never passes silently.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from pydantic import BaseModel, ValidationError
+
+from tau_bench.config.run_config import RunConfig, RunConfigError, _as_list
+
+# Where `config_from_mapping` keeps settings that are not RunConfig fields (the adapter's).
+ADAPTER_SETTINGS = "__adapter_settings__"
+
+
+def normalize_key(key: str) -> str:
+    return key.strip().replace("-", "_")
+
+
+def parse_key_values(items: list[str], flag: str) -> dict[str, str]:
+    """`["a=1", "b=2"]` -> `{"a": "1", "b": "2"}`; a clear error for a missing `=`."""
+    out: dict[str, str] = {}
+    for item in items:
+        key, sep, value = item.partition("=")
+        if not sep or not key.strip():
+            raise RunConfigError(f"{flag} expects KEY=VALUE, got {item!r}")
+        out[normalize_key(key)] = value
+    return out
+
+
+def config_from_mapping(data: dict[str, Any]) -> dict[str, Any]:
+    """Normalise a YAML/CLI mapping to RunConfig fields.
+
+    Accepts dashed or underscored keys and the CLI's singular names (`provider_limit`,
+    `agent_option`). Keys that are not RunConfig fields are kept aside
+    (`ADAPTER_SETTINGS`): `build_config` gives them to the chosen adapter when its options
+    declare them, and refuses them otherwise.
+    """
+    out: dict[str, Any] = {}
+    agent_options: dict[str, Any] = {}
+    for raw_key, value in data.items():
+        key = normalize_key(str(raw_key))
+        if key in ("provider_limit", "provider_limits"):
+            out["provider_limits"] = _limits(value)
+        elif key in ("agent_option", "agent_options"):
+            if isinstance(value, list):
+                agent_options.update(parse_key_values([str(v) for v in value], "agent_option"))
+            elif isinstance(value, dict):
+                agent_options.update({normalize_key(str(k)): v for k, v in value.items()})
+            else:
+                raise RunConfigError("agent_options must be a mapping or a list of KEY=VALUE")
+        elif key == ADAPTER_SETTINGS:  # an already normalised layer
+            out.setdefault(ADAPTER_SETTINGS, {}).update(value)
+        elif key not in RunConfig.model_fields:
+            out.setdefault(ADAPTER_SETTINGS, {})[key] = value
+        elif (key == "task_ids" and value is not None) or (
+            key == "user_models" and isinstance(value, str)
+        ):
+            out[key] = _as_list(value)
+        else:
+            out[key] = value
+    if agent_options:
+        out["agent_options"] = agent_options
+    return out
+
+
+def _limits(value: Any) -> dict[str, int]:
+    if isinstance(value, dict):
+        items = {str(k): v for k, v in value.items()}
+    else:
+        items = parse_key_values([str(v) for v in _as_list(value)], "provider_limit")
+    out: dict[str, int] = {}
+    for name, limit in items.items():
+        try:
+            out[name] = int(limit)
+        except (TypeError, ValueError):
+            raise RunConfigError(
+                f"provider limit for {name!r} must be an integer, got {limit!r}"
+            ) from None
+    return out
+
+
+def load_yaml(path: str | Path) -> dict[str, Any]:
+    """A run config file: a YAML mapping of flag names to values."""
+    return config_from_mapping(read_yaml_mapping(path))
+
+
+def read_yaml_mapping(path: str | Path) -> dict[str, Any]:
+    """A YAML file that must hold a mapping (or nothing), keys as written."""
+    import yaml
+
+    p = Path(path)
+    try:
+        text = p.read_text(encoding="utf-8")
+    except OSError as exc:
+        raise RunConfigError(f"cannot read config file {p}: {exc.strerror}") from None
+    try:
+        data = yaml.safe_load(text)
+    except yaml.YAMLError as exc:
+        raise RunConfigError(f"{p}: not valid YAML ({str(exc).splitlines()[0]})") from None
+    if data is None:
+        return {}
+    if not isinstance(data, dict):
+        raise RunConfigError(f"{p}: expected a mapping of flag names to values")
+    return data
+
+
+def build_config(data: dict[str, Any]) -> RunConfig:
+    """Validate `data` into a RunConfig; the first problem as a one-line error.
+
+    The adapter named by `agent_strategy` validates its `agent_options` when it declares
+    an options model (`tau_adapters.options`): an unknown or ill-typed one fails here.
+    """
+    data = dict(data)
+    loose = data.pop(ADAPTER_SETTINGS, None) or {}
+    if loose:
+        strategy = str(
+            data.get("agent_strategy") or RunConfig.model_fields["agent_strategy"].default
+        )
+        model = _options_model(strategy)
+        for key, value in loose.items():
+            if model is None or key not in model.model_fields:
+                raise RunConfigError(f"{key}: unknown setting")
+            data["agent_options"] = {**(data.get("agent_options") or {}), key: value}
+    try:
+        config = RunConfig.model_validate(data)
+    except ValidationError as exc:
+        first = exc.errors()[0]
+        where = ".".join(str(p) for p in first["loc"]) or "config"
+        msg = str(first["msg"]).removeprefix("Value error, ")
+        if first["type"] == "extra_forbidden":
+            msg = "unknown setting"
+        raise RunConfigError(f"{where}: {msg}") from None
+    check_agent_options(config)
+    return config
+
+
+def _options_model(strategy: str) -> type[BaseModel] | None:
+    from tau_adapters.options import options_model
+    from tau_adapters.registry import UnknownAdapterError, load_builder
+
+    try:
+        return options_model(load_builder(strategy))
+    except (UnknownAdapterError, ImportError):
+        return None  # reported when the run builds its agent, with the available names
+
+
+def check_agent_options(config: RunConfig) -> None:
+    """The adapter's own check of its options (nothing for adapters without a model)."""
+    from tau_adapters.options import validate_options
+    from tau_adapters.protocol import AdapterConfigError
+
+    model = _options_model(config.agent_strategy)
+    if model is None:
+        return
+    try:
+        validate_options(config.agent_strategy, model, config.agent_options)
+    except AdapterConfigError as exc:
+        raise RunConfigError(str(exc)) from None
+
+
+def fingerprint_differences(old: dict[str, Any], new: dict[str, Any]) -> list[str]:
+    """Human-readable `field: old -> new` lines for fingerprints that differ."""
+    diffs = []
+    for key in sorted(set(old) | set(new)):
+        if key == "agent_options":
+            a, b = old.get(key) or {}, new.get(key) or {}
+            for opt in sorted(set(a) | set(b)):
+                if a.get(opt) != b.get(opt):
+                    diffs.append(f"agent option {opt}: {a.get(opt)!r} -> {b.get(opt)!r}")
+        elif old.get(key) != new.get(key):
+            diffs.append(f"{key}: {old.get(key)!r} -> {new.get(key)!r}")
+    return diffs

@@ -1,0 +1,242 @@
+"""RunConfig: everything one `tau run` needs, from flags, a YAML file or code.
+
+Field names follow τ-bench's run.py (`agent_strategy`, `task_split`, ...) so a YAML file
+reads like the original command line. Adapter-specific settings (a Dialogflow agent id,
+an HTTP config file, ...) live in `agent_options`: the core does not know them, it passes
+them to the adapter builder, which declares and validates them (`tau_adapters.options`).
+`fingerprint()` is the subset that changes results: a run may only be resumed under the
+same fingerprint.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+
+from tau_adapters.conversation import DEFAULT_MAX_STEPS
+from tau_adapters.redaction import redact_secrets
+from tau_bench.task_ids import parse_run_task_id
+
+OUTPUT_FORMATS = ("tau-bench",)
+
+# Fields that do not change what an episode scores: excluded from the fingerprint.
+_NOT_RESULT_FIELDS = frozenset(
+    {
+        "num_trials",
+        "start_index",
+        "end_index",
+        "task_ids",
+        "shuffle",
+        "max_concurrency",
+        "workers",
+        "log_dir",
+        "resume",
+        "provider_limits",
+        "output_format",
+        "quiet",
+        "data_dir",
+        "api_base",
+        "user_api_base",
+        "tasks_file",
+        "run_name",
+    }
+)
+
+
+def _as_list(value: Any) -> list[Any]:
+    if isinstance(value, list):
+        return value
+    if isinstance(value, str):
+        return [v for v in value.replace(",", " ").split() if v]
+    return [value]
+
+
+class RunConfigError(ValueError):
+    """A configuration the runner cannot use; the message says which value and why."""
+
+
+class RunConfig(BaseModel):
+    """One evaluation run. Defaults are τ-bench run.py's where it had one.
+
+    `env` may name several domains (`"retail,airline"`): task ids are then namespaced
+    (`"retail/12"`). `user_models` rotates user models over samples (see
+    `user_model_for`).
+    """
+
+    model_config = ConfigDict(extra="forbid", validate_assignment=True)
+
+    env: str = "retail"
+    agent_strategy: str = "tool-calling"
+    model: str | None = None
+    model_provider: str | None = None
+    api_base: str | None = None
+    temperature: float = 0.0
+    top_p: float | None = Field(default=None, gt=0, le=1)
+    user_strategy: str = "llm"
+    user_model: str = "gpt-4o"
+    user_models: list[str] | None = None
+    user_model_provider: str | None = None
+    user_api_base: str | None = None
+    user_temperature: float | None = None
+    user_top_p: float | None = Field(default=None, gt=0, le=1)
+    user_affirmative: str | None = None
+    task_split: str = "test"
+    start_index: int = 0
+    end_index: int = -1
+    task_ids: list[int | str] | None = None
+    tasks_file: str | None = None
+    num_trials: int = Field(default=1, ge=1)
+    max_concurrency: int = Field(default=1, ge=1)
+    workers: int = Field(default=1, ge=1)
+    seed: int = 10
+    shuffle: int = 0
+    log_dir: str = "results"
+    few_shot_displays_path: str | None = None
+    data_dir: str | None = None
+    max_steps: int = Field(default=DEFAULT_MAX_STEPS, ge=1)
+    max_tool_calls_per_turn: int | None = Field(default=None, ge=1)
+    resume: str | None = None
+    provider_limits: dict[str, int] = Field(default_factory=dict)
+    output_format: str = "tau-bench"
+    agent_options: dict[str, Any] = Field(default_factory=dict)
+    run_name: str | None = None
+    quiet: bool = False
+
+    @model_validator(mode="before")
+    @classmethod
+    def _aliases(cls, data: Any) -> Any:
+        """`env` and `user_models` also take lists / CSV."""
+        if not isinstance(data, dict):
+            return data
+        data = dict(data)
+        if isinstance(data.get("env"), list | tuple):
+            data["env"] = ",".join(str(e) for e in data["env"])
+        if isinstance(data.get("user_models"), str):
+            data["user_models"] = _as_list(data["user_models"])
+        return data
+
+    @field_validator("env")
+    @classmethod
+    def _envs(cls, value: str) -> str:
+        names = list(dict.fromkeys(e.strip() for e in value.split(",") if e.strip()))
+        if not names:
+            raise ValueError("no env given")
+        return ",".join(names)
+
+    @field_validator("user_models")
+    @classmethod
+    def _user_models(cls, value: list[str] | None) -> list[str] | None:
+        if value is None:
+            return None
+        models = [str(m).strip() for m in value if str(m).strip()]
+        return models or None
+
+    @field_validator("task_ids", mode="before")
+    @classmethod
+    def _task_refs(cls, value: Any) -> Any:
+        if value is None:
+            return None
+        out: list[int | str] = []
+        for item in value if isinstance(value, list | tuple) else [value]:
+            out.append(parse_run_task_id(item))
+        return out
+
+    @field_validator("output_format")
+    @classmethod
+    def _known_format(cls, value: str) -> str:
+        if value not in OUTPUT_FORMATS:
+            raise ValueError(
+                f"unknown output format {value!r} (available: {', '.join(OUTPUT_FORMATS)}; "
+                "MT-bench files: tau export --format mt-bench)"
+            )
+        return value
+
+    @field_validator("provider_limits")
+    @classmethod
+    def _positive_limits(cls, value: dict[str, int]) -> dict[str, int]:
+        for name, limit in value.items():
+            if limit < 1:
+                raise ValueError(f"provider limit for {name!r} must be at least 1")
+        return value
+
+    def model_post_init(self, __context: Any) -> None:
+        # The short form `--model openai/gpt-4o`: the provider is the model's prefix.
+        if self.model_provider is None and self.model and "/" in self.model:
+            object.__setattr__(self, "model_provider", self.model.split("/", 1)[0])
+        if self.user_models:
+            # With a rotation, `user_model` is its first model (file names, old readers);
+            # each model's provider comes from its own prefix (see `user_options`).
+            object.__setattr__(self, "user_model", self.user_models[0])
+        elif self.user_model_provider is None and "/" in self.user_model:
+            object.__setattr__(self, "user_model_provider", self.user_model.split("/", 1)[0])
+
+    # -- views ------------------------------------------------------------------
+
+    @property
+    def envs(self) -> list[str]:
+        """The domains of the run, in the order given."""
+        return self.env.split(",")
+
+    @property
+    def multi_domain(self) -> bool:
+        return len(self.envs) > 1
+
+    def user_model_for(self, sample_index: int) -> str:
+        """The user model of the sample at `sample_index` (round-robin over `user_models`)."""
+        if not self.user_models:
+            return self.user_model
+        return self.user_models[sample_index % len(self.user_models)]
+
+    def adapter_options(self) -> dict[str, Any]:
+        """What the adapter builder receives: the config merged with `agent_options`."""
+        options = self.model_dump(exclude={"agent_options"})
+        options.update(self.agent_options)
+        return options
+
+    def user_options(self, model: str | None = None, seed: int | None = None) -> dict[str, Any]:
+        """Keyword arguments for `tau_bench.users.build_user` for user model `model`
+        (default `user_model`) and `seed` (default the run seed); unset ones are left
+        out so the simulator's own defaults apply.
+
+        A model with a provider prefix (`anthropic/...`) uses that provider; one without
+        uses `user_model_provider`.
+        """
+        model = model or self.user_model
+        provider = self.user_model_provider
+        if self.user_models and "/" in model:
+            provider = model.split("/", 1)[0]
+        options = {
+            "model": model,
+            "provider": provider,
+            "api_base": self.user_api_base,
+            "temperature": self.user_temperature,
+            "top_p": self.user_top_p,
+            "seed": self.seed if seed is None else seed,
+            "affirmative": self.user_affirmative,
+        }
+        return {k: v for k, v in options.items() if v is not None}
+
+    def fingerprint(self) -> dict[str, Any]:
+        """The fields that change results (secrets hashed): resume requires equality."""
+        data = self.model_dump(exclude=set(_NOT_RESULT_FIELDS))
+        data["agent_options"] = redact_secrets(self.agent_options)
+        return data
+
+    def public_dict(self) -> dict[str, Any]:
+        """The whole config for result headers, with secret-looking options hashed."""
+        data = self.model_dump()
+        data["agent_options"] = redact_secrets(self.agent_options)
+        return data
+
+
+def episode_seed(seed: int, task_id: int | str, trial: int) -> int:
+    """The seed of one episode, derived from the run seed, the task id and the trial.
+
+    Stable across processes and Python versions (sha256, not `hash`), in [0, 2**31):
+    the same run seed gives every (task, trial) the same seed, and different trials
+    different seeds, so k trials at a fixed seed are still k different samples.
+    """
+    digest = hashlib.sha256(f"{seed}|{task_id}|{trial}".encode()).digest()
+    return int.from_bytes(digest[:4], "big") & 0x7FFFFFFF

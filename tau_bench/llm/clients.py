@@ -1,0 +1,110 @@
+"""Shared httpx clients for litellm calls, per event loop, provider and api_base.
+
+OpenAI (through litellm's HTTP handler), Anthropic and Gemini calls share small clients
+sized to the load instead of litellm's default one (docs/performance.md, "Runner").
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import weakref
+from typing import Any
+
+from tau_bench.llm.runtime import litellm, openai_via_handler
+
+SHARD_CALLS = 4
+"""Concurrent calls one httpx client carries before its pool opens another client.
+
+httpcore's connection pool scans all of a client's connections on every request and
+response (once more per idle connection), so one client holding 200 connections spends
+more CPU in that scan than in the request itself. Small clients, each call given the
+least-loaded one, keep every scan short; connections stay alive and are reused (litellm's
+default client keeps at most 20 idle, so above 20 concurrent calls it closes and reopens
+a connection on nearly every request)."""
+
+POOLED_PROVIDERS = frozenset({"openai", "anthropic", "gemini"})
+"""Providers whose litellm handler takes an `AsyncHTTPHandler` as `client`."""
+
+
+def _new_handler(timeout: float | None) -> Any:
+    """litellm's async HTTP handler over an httpx client configured as litellm configures
+    its own (TLS, user agent, no cookies, proxies from the environment), plus pool limits."""
+    import httpx
+
+    module = litellm()
+    from litellm.llms.custom_httpx import http_handler as hh
+
+    client = httpx.AsyncClient(
+        timeout=timeout if timeout is not None else 600.0,
+        limits=httpx.Limits(max_connections=None, max_keepalive_connections=2 * SHARD_CALLS),
+        verify=hh.get_ssl_configuration(),
+        cert=os.getenv("SSL_CERTIFICATE", module.ssl_certificate),
+        headers=hh.get_default_headers(),
+        cookies=hh.blocked_cookie_jar(),
+        follow_redirects=True,
+        http2=hh.http2_enabled(),
+    )
+    handler = hh.AsyncHTTPHandler(timeout=timeout)
+    handler.client = client  # the documented setter: litellm will not close it
+    return handler
+
+
+class ClientPool:
+    """The httpx clients of one provider and api_base on one event loop."""
+
+    def __init__(self, timeout: float | None) -> None:
+        self.timeout = timeout
+        self.handlers: list[Any] = []
+        self.load: list[int] = []
+
+    def acquire(self) -> tuple[int, Any]:
+        """The least-loaded client and its index; a new one when every client is full."""
+        best = min(range(len(self.load)), key=self.load.__getitem__, default=-1)
+        if best < 0 or self.load[best] >= SHARD_CALLS:
+            self.handlers.append(_new_handler(self.timeout))
+            self.load.append(0)
+            best = len(self.load) - 1
+        self.load[best] += 1
+        return best, self.handlers[best]
+
+    def release(self, index: int) -> None:
+        if index < len(self.load):  # the pool may have been closed meanwhile
+            self.load[index] -= 1
+
+    async def aclose(self) -> None:
+        handlers, self.handlers, self.load = self.handlers, [], []
+        for handler in handlers:
+            await handler.client.aclose()
+
+
+_pools: weakref.WeakKeyDictionary[
+    asyncio.AbstractEventLoop, dict[tuple[str, str | None], ClientPool]
+] = weakref.WeakKeyDictionary()
+
+
+def client_pool(provider: str, api_base: str | None, timeout: float | None) -> ClientPool | None:
+    """The running loop's pool for a provider and api_base; None when litellm should use
+    its own clients (a provider it cannot hand ours to, or the OpenAI SDK route)."""
+    if provider not in POOLED_PROVIDERS or (provider == "openai" and not openai_via_handler()):
+        return None
+    per_loop = _pools.setdefault(asyncio.get_running_loop(), {})
+    key = (provider, api_base)
+    if key not in per_loop:
+        per_loop[key] = ClientPool(timeout)
+    return per_loop[key]
+
+
+def client_counts() -> dict[str, int]:
+    """httpx clients open per provider on the running event loop (tests, benchmarks)."""
+    out: dict[str, int] = {}
+    for (provider, _), pool in _pools.get(asyncio.get_running_loop(), {}).items():
+        out[provider] = out.get(provider, 0) + len(pool.handlers)
+    return out
+
+
+async def aclose_clients() -> None:
+    """Close the running event loop's pooled clients (at the end of a run; optional:
+    they are dropped with their loop anyway)."""
+    for pool in _pools.pop(asyncio.get_running_loop(), {}).values():
+        await pool.aclose()

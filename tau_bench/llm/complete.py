@@ -1,0 +1,154 @@
+"""`complete`: one async model call through litellm, for every local LLM user and agent.
+
+Why one function: retries, cost, token usage, seeds, provider concurrency caps and error
+typing must behave the same whoever calls the model. OpenAI-format calls go through
+litellm's own HTTP handler, pooled clients are handed to litellm, the cost litellm already
+computed is reused, and a missing API key fails before any request.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from tau_adapters.redaction import redact_text
+from tau_bench.llm.classify import classify, missing_key, provider_of, retry_after, status_of
+from tau_bench.llm.clients import client_pool
+from tau_bench.llm.config import LLMConfig
+from tau_bench.llm.errors import LLMAuthError
+from tau_bench.llm.limits import semaphore
+from tau_bench.llm.response import Completion, message_dict, raw_json, usage_of
+from tau_bench.llm.retry import RetryRecord, call_with_retries
+from tau_bench.llm.runtime import litellm
+
+MESSAGE_LIMIT = 500
+"""Characters of a provider's error text kept in an error or retry record."""
+
+
+def error_message(exc: BaseException, config: LLMConfig) -> str:
+    """The provider's error text on one line, secrets masked, cut to `MESSAGE_LIMIT`."""
+    text = str(exc) or type(exc).__name__
+    secret = config.extra.get("api_key") if config.extra else None
+    text = redact_text(text, [secret if isinstance(secret, str) else None])
+    text = " ".join(text.split())
+    return text[:MESSAGE_LIMIT] + ("…" if len(text) > MESSAGE_LIMIT else "")
+
+
+def _arguments(
+    config: LLMConfig,
+    messages: Sequence[Mapping[str, Any]],
+    tools: Sequence[Mapping[str, Any]] | None,
+    overrides: Mapping[str, Any],
+) -> dict[str, Any]:
+    kwargs: dict[str, Any] = {
+        "model": config.model,
+        "messages": [dict(m) for m in messages],
+        "drop_params": True,
+        "max_retries": 0,  # retries are ours, not the provider SDK's
+    }
+    if tools:
+        kwargs["tools"] = [dict(t) for t in tools]
+    optional = {
+        "custom_llm_provider": config.provider,
+        "api_base": config.api_base,
+        "temperature": config.temperature,
+        "seed": config.seed,
+        "timeout": config.timeout,
+        "top_p": config.top_p,
+    }
+    kwargs.update({k: v for k, v in optional.items() if v is not None and v != ""})
+    kwargs.update(config.extra)
+    kwargs.update(overrides)
+    return kwargs
+
+
+async def complete(
+    config: LLMConfig,
+    messages: Sequence[Mapping[str, Any]],
+    *,
+    tools: Sequence[Mapping[str, Any]] | None = None,
+    **overrides: Any,
+) -> Completion:
+    """Call the model once (retrying transient failures) and return its message.
+
+    Raises an `LLMError` subclass (an `AdapterError` with `retryable` set) when the call
+    fails for good; its message carries the provider's text, never the API key.
+    """
+    module = litellm()
+    provider = provider_of(config)
+    missing = missing_key(config, provider)
+    if missing:
+        raise LLMAuthError(
+            f"{config.model} ({provider}): no API key: set {' or '.join(missing)}"
+            " (or pass api_key in llm_extra)",
+            provider=provider,
+            model=config.model,
+            attempts=0,
+        )
+    kwargs = _arguments(config, messages, tools, overrides)
+    # A caller's own client or TLS setting wins over the shared clients.
+    pool = (
+        None
+        if "client" in kwargs or "ssl_verify" in kwargs
+        else client_pool(provider, config.api_base, config.timeout)
+    )
+    retries: list[RetryRecord] = []
+    started = time.perf_counter()
+
+    async def send() -> Any:
+        if pool is None:
+            return await module.acompletion(**kwargs)
+        slot, client = pool.acquire()
+        try:
+            return await module.acompletion(**kwargs, client=client)
+        finally:
+            pool.release(slot)
+
+    async def call() -> Any:
+        nonlocal started
+        started = time.perf_counter()
+        cap = semaphore(provider)
+        if cap is None:
+            return await send()
+        async with cap:
+            return await send()
+
+    def record(attempt: int, exc: BaseException, wait: float) -> None:
+        kind = classify(exc)[0].kind
+        message = error_message(exc, config)
+        retries.append(RetryRecord(attempt, kind, status_of(exc), message, wait))
+
+    try:
+        response = await call_with_retries(
+            call,
+            config.policy(),
+            attempts=config.attempts(),
+            retryable=lambda exc: classify(exc)[1],
+            asked_wait=retry_after,
+            on_retry=record,
+        )
+    except asyncio.CancelledError:
+        raise
+    except Exception as exc:
+        error_type, retryable = classify(exc)
+        tried = len(retries) + 1
+        suffix = f" after {tried} attempts" if tried > 1 else ""
+        raise error_type(
+            f"{config.model} ({provider}){suffix}: {error_message(exc, config)}",
+            retryable=retryable,
+            status=status_of(exc),
+            provider=provider,
+            model=config.model,
+            attempts=tried,
+            retries=retries,
+        ) from None
+    return Completion(
+        message=message_dict(response),
+        usage=usage_of(module, response),
+        retries=retries,
+        raw=raw_json(response),
+        model=config.model,
+        latency=time.perf_counter() - started,
+    )

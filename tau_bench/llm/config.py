@@ -1,0 +1,88 @@
+"""Which model to call and how: `LLMConfig`, and the retry policy used when it names none."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from tau_adapters.protocol import AdapterConfigError
+from tau_bench.llm.retry import RetryPolicy
+
+DEFAULT_RETRY = RetryPolicy()
+"""The policy used when a config names none, read at call time: replace it (tests do,
+with `monkeypatch.setattr(tau_bench.llm.config, "DEFAULT_RETRY", ...)`) to change every call."""
+
+
+@dataclass(frozen=True)
+class LLMConfig:
+    """Which model to call and how; built once per user/agent from CLI options.
+
+    `provider` is litellm's `custom_llm_provider` (None when the model has a prefix such
+    as `openai/gpt-4o`); `api_base` points at OpenAI-compatible servers (vLLM, gateways).
+    `max_attempts` overrides the retry policy's; `retry` None means `DEFAULT_RETRY` at call
+    time. `extra` goes to litellm as is (max_tokens, reasoning_effort, api_key...).
+    """
+
+    model: str
+    provider: str | None = None
+    api_base: str | None = None
+    temperature: float | None = 0.0
+    seed: int | None = None
+    timeout: float | None = 600.0
+    max_attempts: int | None = None
+    retry: RetryPolicy | None = None
+    extra: Mapping[str, Any] = field(default_factory=dict)
+    top_p: float | None = None
+
+    @classmethod
+    def from_options(
+        cls,
+        options: Mapping[str, Any],
+        *,
+        model_key: str = "model",
+        provider_key: str = "provider",
+        default_model: str | None = None,
+    ) -> LLMConfig:
+        """A config from a run-options dict (unknown keys are ignored).
+
+        Values may be strings (`--agent-option max_attempts=8`); a value that is not a
+        number where one is needed is an `AdapterConfigError` naming the option.
+        """
+        model = options.get(model_key) or default_model
+        if not model:
+            raise AdapterConfigError(f"no model given (option {model_key!r})")
+        temperature = _number(options, "temperature", float, 0.0)
+        attempts = _number(options, "max_attempts", int, None)
+        extra = options.get("llm_extra") or {}
+        if not isinstance(extra, Mapping):
+            raise AdapterConfigError("option 'llm_extra' must be a mapping of litellm arguments")
+        return cls(
+            model=str(model),
+            provider=options.get(provider_key) or None,
+            api_base=options.get("api_base") or None,
+            temperature=temperature,
+            seed=_number(options, "seed", int, None),
+            timeout=_number(options, "timeout", float, 600.0),
+            top_p=_number(options, "top_p", float, None),
+            max_attempts=None if attempts is None else max(1, attempts),
+            extra=dict(extra),
+        )
+
+    def policy(self) -> RetryPolicy:
+        """The retry policy of this config's calls (the default one read now)."""
+        return self.retry or DEFAULT_RETRY
+
+    def attempts(self) -> int:
+        """How many attempts a call makes at most."""
+        return max(1, self.max_attempts or self.policy().max_attempts)
+
+
+def _number(options: Mapping[str, Any], key: str, kind: Callable[[Any], Any], default: Any) -> Any:
+    value = options.get(key, default)
+    if value is None:
+        return None
+    try:
+        return kind(value)
+    except (TypeError, ValueError):
+        raise AdapterConfigError(f"option {key!r} must be a number, got {value!r}") from None

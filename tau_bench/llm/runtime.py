@@ -1,0 +1,48 @@
+"""litellm as a process-wide dependency: its settings, set once, and its lazy import.
+
+Nothing here runs at import. `configure_litellm()` is called where a run starts (the
+`tau` and `run.py` entry points, the runner, benchmarks); `litellm()` calls it too, so a
+library user who never called it still gets the local price map (litellm would otherwise
+fetch it from the internet at import) and litellm's own OpenAI HTTP handler.
+"""
+
+from __future__ import annotations
+
+import os
+from typing import Any
+
+COST_MAP_ENV = "LITELLM_LOCAL_MODEL_COST_MAP"
+"""True: litellm reads the price map shipped with it instead of fetching it at import."""
+
+OPENAI_HANDLER_ENV = "EXPERIMENTAL_OPENAI_BASE_LLM_HTTP_HANDLER"
+"""True: OpenAI chat calls go through litellm's own HTTP handler (the same transforms as
+its openai-SDK route, without the SDK's per-call TypedDict walk of the whole body). Set it
+to False in the environment to go back to the SDK route."""
+
+_configured = False
+
+
+def configure_litellm() -> None:
+    """Set litellm's process-wide options (environment defaults: a value the user set
+    wins). Idempotent; call it once where a run starts, before litellm is imported."""
+    global _configured
+    if _configured:
+        return
+    os.environ.setdefault(COST_MAP_ENV, "True")
+    os.environ.setdefault(OPENAI_HANDLER_ENV, "True")
+    _configured = True
+
+
+def litellm() -> Any:
+    """The litellm module, imported on first use (it takes seconds), quiet, on httpx."""
+    configure_litellm()
+    import litellm as module
+
+    module.suppress_debug_info = True
+    module.disable_aiohttp_transport = True
+    return module
+
+
+def openai_via_handler() -> bool:
+    """Whether OpenAI calls use litellm's HTTP handler (and so our pooled clients)."""
+    return os.environ.get(OPENAI_HANDLER_ENV, "").strip().lower() in ("1", "true", "yes", "on")

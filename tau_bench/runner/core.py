@@ -1,0 +1,461 @@
+"""The async runner: a prepared plan's (task, trial) pairs through the episode loop.
+
+`Runner(plan).run()` builds the agent provider once, runs the pending pairs on at most
+`max_concurrency` live episodes (`provider_limits` cap model calls per provider through
+`tau_bench.llm`, and live episodes of a hosted agent named by its strategy), appends
+each finished episode to the log, and at the end - or on cancellation (Ctrl-C) - writes
+the τ-bench results file and the summary from everything finished so far. One failing
+episode is recorded as an error and never stops the others. With `workers` > 1 the
+episodes run in spawned processes (`tau_bench.runner.workers`); this process still
+writes every file.
+
+Per episode, the runner derives a seed from (run seed, task id, trial)
+(`tau_bench.config.episode_seed`) and gives it to the user simulator and, through
+`SessionContext.metadata["seed"]`, to the agent; with `user_models` it picks the
+episode's user model round-robin by its sample index (`RunPlan.sample_index`). When the
+provider asks for server-side tools (`wants_tool_server`), one tool server serves the
+run's episodes and each session gets its endpoint (`SessionContext.tool_endpoint`).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import sys
+import time
+from collections import deque
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any, Protocol
+
+from tau_adapters.protocol import AdapterError, UserSimulator
+from tau_adapters.registry import AgentProvider, UnknownAdapterError, build_provider
+from tau_bench.config import RunConfig, RunConfigError, episode_seed
+from tau_bench.episode import run_task, session_for
+from tau_bench.metrics import summarize
+from tau_bench.results import (
+    OUTPUT_WRITERS,
+    EpisodeRecord,
+    ResultsLog,
+    now_iso,
+    record_from_episode,
+    record_from_exception,
+    write_json_atomic,
+)
+from tau_bench.runner.plan import Key, RunPlan, prepare_run
+from tau_bench.runner.pool import WorkerPool, is_entry_point
+from tau_bench.toolserver.host import ToolServerHost
+from tau_bench.users import UnknownUserStrategyError, build_user
+
+NO_MODEL_USERS = frozenset({"scripted", "human"})
+
+
+class RunObserver(Protocol):
+    """Progress hooks (the CLI's progress bar); all optional no-ops by default."""
+
+    def started(self, total: int, done: list[EpisodeRecord]) -> None: ...
+
+    def episode_done(self, record: EpisodeRecord) -> None: ...
+
+    def finished(self) -> None: ...
+
+
+@dataclass
+class RunOutcome:
+    plan: RunPlan
+    records: list[EpisodeRecord]
+    summary: dict[str, Any]
+    ran: int
+    interrupted: bool = False
+
+
+class _ProviderSlots:
+    """At most N live episodes per named provider."""
+
+    def __init__(self, limits: dict[str, int], keys: list[str | None]) -> None:
+        wanted = sorted({k for k in keys if k and k in limits})
+        self._sems = [asyncio.Semaphore(limits[k]) for k in wanted]
+
+    @contextlib.asynccontextmanager
+    async def hold(self) -> Any:
+        async with contextlib.AsyncExitStack() as stack:
+            for sem in self._sems:  # fixed order: no deadlock between episodes
+                await stack.enter_async_context(sem)
+            yield
+
+
+class Runner:
+    """Runs a prepared plan; see the module docstring."""
+
+    def __init__(
+        self,
+        plan: RunPlan,
+        observer: RunObserver | None = None,
+        provider: AgentProvider | None = None,
+        user_factory: Callable[[], UserSimulator] | None = None,
+    ) -> None:
+        """`provider` and `user_factory` replace the ones the config names (embedding,
+        benchmarks); the defaults build them from `agent_strategy` / `user_strategy`."""
+        self.plan = plan
+        self.config = plan.config
+        self.observer = observer
+        self._provider = provider
+        self._user_factory = user_factory
+        self._records: dict[Key, EpisodeRecord] = dict(plan.existing)
+        self._log: ResultsLog | None = None
+        self._ran = 0
+        self._started = 0.0
+        self._tool_host: ToolServerHost | None = None
+        self.outcome: RunOutcome | None = None
+
+    # The pieces that can fail on configuration run before any file is touched.
+    def _build_provider(self) -> AgentProvider:
+        name = self.config.agent_strategy
+        try:
+            return build_provider(name, self.config.adapter_options())
+        except UnknownAdapterError as exc:
+            raise RunConfigError(str(exc)) from None
+        except ImportError as exc:
+            raise RunConfigError(f"agent strategy {name!r} is not available: {exc}") from None
+        except (AdapterError, ValueError, KeyError) as exc:
+            raise RunConfigError(f"agent strategy {name!r}: {exc}") from None
+
+    def _new_user(self, model: str | None = None, seed: int | None = None) -> UserSimulator:
+        """A fresh user for one episode: user model `model`, seed `seed` (defaults: the
+        config's user model and run seed)."""
+        if self._user_factory is not None:
+            return self._user_factory()
+        return build_user(self.config.user_strategy, **self.config.user_options(model, seed))
+
+    def _preflight_user(self) -> None:
+        name = self.config.user_strategy
+        try:
+            for model in self.config.user_models or [self.config.user_model]:
+                self._new_user(model)
+        except UnknownUserStrategyError as exc:
+            raise RunConfigError(str(exc)) from None
+        except ImportError as exc:
+            raise RunConfigError(f"user strategy {name!r} is not available: {exc}") from None
+        except (ValueError, KeyError) as exc:
+            raise RunConfigError(f"user strategy {name!r}: {exc}") from None
+
+    def _open_log(self) -> ResultsLog:
+        plan = self.plan
+        if plan.resumed:
+            return ResultsLog.reopen(plan.log_path, {"at": now_iso(), "pending": len(plan.pending)})
+        header = {
+            "run_name": plan.run_name,
+            "created": now_iso(),
+            "config": self.config.public_dict(),
+            "fingerprint": self.config.fingerprint(),
+            "task_data_hash": plan.task_hash,
+            "task_source": plan.source,
+            "task_ids": sorted(plan.tasks),
+        }
+        return ResultsLog.create(plan.log_path, header)
+
+    def user_model_for(self, key: Key) -> str:
+        """The user model of (task, trial): round-robin over `user_models` by sample index."""
+        return self.config.user_model_for(self.plan.sample_index(key))
+
+    async def _episode(self, provider: AgentProvider, key: Key) -> EpisodeRecord:
+        task_id, trial = key
+        task = self.plan.tasks[task_id]
+        ref = self.plan.refs[task_id]
+        domain = self.plan.domains[ref.domain]
+        cfg = self.config
+        seed = episode_seed(cfg.seed, task_id, trial)
+        user_model = self.user_model_for(key)
+        meta: dict[str, Any] = {
+            "agent_strategy": cfg.agent_strategy,
+            "model": cfg.model,
+            "user_strategy": cfg.user_strategy,
+            "user_model": None if cfg.user_strategy in NO_MODEL_USERS else user_model,
+            "started_at": now_iso(),
+            "domain": ref.domain,
+            "seed": seed,
+        }
+        t0 = time.perf_counter()
+        stage = "agent"
+        try:
+            adapter = provider.new_adapter()
+            stage = "user"
+            user = self._new_user(user_model, seed)
+            stage = "episode"
+            # The session names the task by its index in its domain (session.domain
+            # says which); the record keeps the run's id ("retail/12" across domains).
+            session = session_for(
+                domain,
+                task,
+                ref.index,
+                trial,
+                metadata={"seed": seed, "sample_index": self.plan.sample_index(key)},
+            )
+            scored = await run_task(
+                domain,
+                task,
+                task_id,
+                adapter,
+                user,
+                trial=trial,
+                max_steps=cfg.max_steps,
+                max_tool_calls_per_turn=cfg.max_tool_calls_per_turn,
+                session=session,
+                tool_host=self._tool_host,
+            )
+            return record_from_episode(scored, task, **meta)
+        except Exception as exc:  # one broken episode never stops the run
+            return record_from_exception(
+                task_id,
+                trial,
+                task,
+                exc,
+                source=stage,
+                duration=time.perf_counter() - t0,
+                **meta,
+            )
+
+    def _store(self, record: EpisodeRecord) -> None:
+        self._records[record.key] = record
+        self._ran += 1
+        if self._log is not None:
+            self._log.append(record)
+        if self.observer is not None:
+            self.observer.episode_done(record)
+
+    async def _work(
+        self, provider: AgentProvider, queue: deque[Key], slots: _ProviderSlots
+    ) -> None:
+        while queue:
+            key = queue.popleft()
+            async with slots.hold():
+                record = await self._episode(provider, key)
+            self._store(record)
+            # An agent that never suspends (oracle) must still let Ctrl-C and the
+            # other workers in between episodes.
+            await asyncio.sleep(0)
+
+    def final_records(self) -> list[EpisodeRecord]:
+        """Latest record per planned (task, trial), ordered by trial then task selection."""
+        keys = sorted(
+            (k for k in self.plan.order if k in self._records), key=self.plan.sample_index
+        )
+        return [self._records[k] for k in keys]
+
+    def _finalize(self, interrupted: bool) -> RunOutcome:
+        records = self.final_records()
+        summary = summarize(records, self.config.num_trials, planned=len(self.plan.order))
+        summary = {
+            "run_name": self.plan.run_name,
+            "finished": now_iso(),
+            "interrupted": interrupted,
+            "wall_time": time.perf_counter() - self._started,
+            "episodes_run_now": self._ran,
+            "task_data_hash": self.plan.task_hash,
+            "config": self.config.public_dict(),
+            "files": {
+                "log": str(self.plan.log_path),
+                "results": str(self.plan.results_path),
+                "summary": str(self.plan.summary_path),
+            },
+            **summary,
+        }
+        OUTPUT_WRITERS["tau-bench"](records, self.plan.log_path)
+        write_json_atomic(self.plan.summary_path, summary)
+        self.outcome = RunOutcome(
+            plan=self.plan, records=records, summary=summary, ran=self._ran, interrupted=interrupted
+        )
+        return self.outcome
+
+    async def run(self) -> RunOutcome:
+        """Run every pending episode. On cancellation the finished ones are written
+        (log, results, summary), `self.outcome` is set, and the cancellation propagates.
+
+        With `workers` > 1 the episodes run in worker processes (`_run_in_workers`)."""
+        if self.config.workers > 1:
+            return await self._run_in_workers()
+        self._started = time.perf_counter()
+        self._preflight_user()
+        provider = self._provider or self._build_provider()
+        try:
+            await self._start_tool_server(provider)
+            self._log = self._open_log()
+        except BaseException:
+            await self._release(provider)
+            raise
+        pending = self.plan.pending
+        queue: deque[Key] = deque(pending)
+        slots = _ProviderSlots(self.config.provider_limits, self._provider_keys())
+        if self.observer is not None:
+            planned = set(self.plan.order)
+            done = [r for k, r in self._records.items() if k in planned and not r.is_error]
+            self.observer.started(len(self.plan.order), done)
+        workers = [
+            asyncio.create_task(self._work(provider, queue, slots))
+            for _ in range(min(self.config.max_concurrency, len(pending)))
+        ]
+        interrupted = False
+        try:
+            await asyncio.gather(*workers)
+        except BaseException:
+            interrupted = True
+            for w in workers:
+                w.cancel()
+            await asyncio.gather(*workers, return_exceptions=True)
+            raise
+        finally:
+            if self.observer is not None:
+                self.observer.finished()
+            await self._release(provider)
+            await self._log.aclose()
+            self._finalize(interrupted)
+        assert self.outcome is not None
+        return self.outcome
+
+    async def _start_tool_server(self, provider: AgentProvider) -> None:
+        """Serve the episodes' tools when the provider's agent calls them itself."""
+        host = ToolServerHost.for_provider(provider)
+        if host is not None:
+            try:
+                await asyncio.to_thread(host.start)
+            except OSError as exc:
+                raise RunConfigError(f"cannot start the tool server: {exc}") from None
+        self._tool_host = host
+
+    async def _release(self, provider: AgentProvider) -> None:
+        with contextlib.suppress(Exception):
+            await provider.aclose()
+        host, self._tool_host = self._tool_host, None
+        if host is not None:
+            await asyncio.to_thread(host.stop)
+
+    # -- workers > 1 ----------------------------------------------------------------
+
+    def _check_workers(self) -> None:
+        """Spawned workers rebuild the agent from its entry point: an injected provider,
+        user factory or in-process registration would silently not be there."""
+        if self._provider is not None or self._user_factory is not None:
+            raise RunConfigError(
+                "workers > 1 needs the agent and user built from the config "
+                "(an injected provider or user factory cannot be sent to worker processes)"
+            )
+        name = self.config.agent_strategy
+        if not is_entry_point(name):
+            raise RunConfigError(
+                f"agent strategy {name!r} is registered in this process only "
+                "(tau_adapters.registry.register), so worker processes cannot build it: "
+                "declare it as a 'tau_adapters' entry point, or run with workers=1"
+            )
+
+    async def _run_in_workers(self) -> RunOutcome:
+        """The pending episodes split round-robin over `workers` spawned processes.
+
+        This process stays the only writer (log, observer, results, summary); workers
+        send each finished record over a queue. A worker that dies leaves its missing
+        episodes out of the log (`--resume` re-runs them) and a line in
+        `worker_errors`; on cancellation the workers are terminated and what finished
+        is written, as with one process."""
+        self._started = time.perf_counter()
+        self._check_workers()
+        self._preflight_user()
+        provider = self._build_provider()  # fail fast on configuration, then close
+        with contextlib.suppress(Exception):
+            await provider.aclose()
+        self._log = self._open_log()
+        pending = self.plan.pending
+        if self.observer is not None:
+            planned = set(self.plan.order)
+            done = [r for k, r in self._records.items() if k in planned and not r.is_error]
+            self.observer.started(len(self.plan.order), done)
+        pool = WorkerPool(self.config, pending, target=worker_main)
+        interrupted = False
+        try:
+            await pool.run(lambda data: self._store(EpisodeRecord.from_dict(data)))
+        except BaseException:
+            interrupted = True
+            raise
+        finally:
+            pool.stop(terminate=interrupted)
+            if self.observer is not None:
+                self.observer.finished()
+            await self._log.aclose()
+            outcome = self._finalize(interrupted)
+            if pool.errors:
+                outcome.summary["worker_errors"] = pool.errors
+                write_json_atomic(self.plan.summary_path, outcome.summary)
+        assert self.outcome is not None
+        return self.outcome
+
+    def _provider_keys(self) -> list[str | None]:
+        """Episode-level slots: a hosted agent is limited by its strategy name
+        (`--provider-limit decibel=5`); model calls are capped per call in `tau_bench.llm`."""
+        limits = self.config.provider_limits
+        if limits or "tau_bench.llm" in sys.modules:  # also clears an earlier run's caps
+            try:
+                from tau_bench.llm import set_provider_limits
+            except ImportError:
+                pass
+            else:
+                set_provider_limits(limits)
+        return [self.config.agent_strategy] if limits else []
+
+
+async def run(config: RunConfig, observer: RunObserver | None = None) -> RunOutcome:
+    """Prepare and run `config` (library entry point)."""
+    return await Runner(prepare_run(config), observer).run()
+
+
+# -- inside a worker process (workers > 1) ---------------------------------------------
+
+
+class _WorkerRunner(Runner):
+    """A worker's runner: sends each record to the parent instead of storing it."""
+
+    def __init__(self, plan: RunPlan, out: Any) -> None:
+        super().__init__(plan)
+        self._out = out
+
+    def _store(self, record: EpisodeRecord) -> None:
+        self._out.put(("record", record.to_dict()))
+
+    async def run_keys(self, keys: list[Key]) -> None:
+        provider = self._build_provider()
+        try:
+            await self._start_tool_server(provider)
+            slots = _ProviderSlots(self.config.provider_limits, self._provider_keys())
+            queue: deque[Key] = deque(keys)
+            await asyncio.gather(
+                *(
+                    self._work(provider, queue, slots)
+                    for _ in range(min(self.config.max_concurrency, len(keys)))
+                )
+            )
+        finally:
+            await self._release(provider)
+            if "tau_bench.llm" in sys.modules:
+                from tau_bench.llm import aclose_clients
+
+                with contextlib.suppress(Exception):
+                    await aclose_clients()
+
+
+def worker_main(index: int, config_data: dict[str, Any], keys: list[Key], out: Any) -> None:
+    """Entry point of a spawned worker: run `keys`, report, exit 0 (1 on failure).
+
+    SIGINT is ignored: Ctrl-C reaches the whole process group, and the parent decides
+    (it terminates the workers and writes what finished)."""
+    import signal
+
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    try:
+        config = RunConfig.model_validate(config_data)
+        runner = _WorkerRunner(prepare_run(config), out)
+        asyncio.run(runner.run_keys(keys))
+    except BaseException as exc:
+        out.put(("error", index, f"{type(exc).__name__}: {exc}"))
+        out.close()
+        out.join_thread()
+        raise SystemExit(1) from None
+    out.put(("done", index, None))
+    out.close()
+    out.join_thread()

@@ -1,0 +1,260 @@
+"""What a run will do, decided before anything is written: tasks, order, files, resume.
+
+`prepare_run(config)` does everything that can fail on bad input (env, split, task
+selection, resume compatibility) before any file is written. A run may span several
+domains (`env="retail,airline"`, or `tau3/retail,tau3/telecom`): task ids are then
+namespaced, `"retail/12"`.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import random
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from tau_bench.config import RunConfig, RunConfigError, fingerprint_differences
+from tau_bench.results import EpisodeRecord, LogFileError, read_log, run_file_stem
+from tau_bench.suites import Domain, Task, load_domain
+
+TaskId = int | str  # an index into the split; "domain/index" in multi-domain runs
+Key = tuple[TaskId, int]  # (task id, trial)
+
+
+@dataclass(frozen=True)
+class TaskRef:
+    """Where a run's task comes from: its domain and its index in that domain's list."""
+
+    domain: str
+    index: int
+
+
+@dataclass
+class RunPlan:
+    """What a run will do, fully validated: tasks, the (task, trial) order, file names.
+
+    `domain` is the first (usually only) domain; `domains` and `refs` say which domain
+    each task id belongs to.
+    """
+
+    config: RunConfig
+    domain: Domain
+    tasks: dict[TaskId, Task]
+    order: list[Key]
+    task_hash: str
+    run_name: str
+    log_path: Path
+    existing: dict[Key, EpisodeRecord] = field(default_factory=dict)
+    resumed: bool = False
+    source: str = ""
+    domains: dict[str, Domain] = field(default_factory=dict)
+    refs: dict[TaskId, TaskRef] = field(default_factory=dict)
+    _positions: dict[TaskId, int] = field(default_factory=dict, init=False, repr=False)
+
+    def __post_init__(self) -> None:
+        if not self.domains:
+            self.domains = {self.domain.name: self.domain}
+        if not self.refs:
+            self.refs = {
+                tid: TaskRef(self.domain.name, tid if isinstance(tid, int) else -1)
+                for tid in self.tasks
+            }
+        self._positions = {tid: i for i, tid in enumerate(self.tasks)}
+
+    def sample_index(self, key: Key) -> int:
+        """The position of (task, trial) in the run's canonical order: trial by trial,
+        tasks in selection order (`trial * len(tasks) + task position`), whatever the
+        shuffle or the scheduling. It does not change when a resume adds trials."""
+        task_id, trial = key
+        return trial * len(self.tasks) + self._positions[task_id]
+
+    @property
+    def pending(self) -> list[Key]:
+        """Pairs still to run: missing from the log, or recorded with an error."""
+        return [k for k in self.order if k not in self.existing or self.existing[k].is_error]
+
+    @property
+    def results_path(self) -> Path:
+        return self.log_path.with_suffix(".json")
+
+    @property
+    def summary_path(self) -> Path:
+        return self.log_path.with_name(self.log_path.stem + ".summary.json")
+
+
+# -- preparation -----------------------------------------------------------------------
+
+
+def task_data_hash(tasks: dict[TaskId, Task]) -> str:
+    """sha256 of the selected tasks' JSON (ids included): resume refuses a mismatch."""
+    payload = json.dumps(
+        [[tid, task.model_dump(mode="json")] for tid, task in sorted(tasks.items())],
+        sort_keys=True,
+        separators=(",", ":"),
+        ensure_ascii=False,
+    )
+    return hashlib.sha256(payload.encode("utf-8")).hexdigest()
+
+
+def _select(
+    ids: list[int] | None, config: RunConfig, all_tasks: list[Task], source: str
+) -> tuple[list[int], int]:
+    """Indices into `all_tasks`: `ids` if given (None: the start/end range), and the
+    range's end."""
+    n = len(all_tasks)
+    if n == 0:
+        raise RunConfigError(f"{source} has no tasks")
+    end = n if config.end_index == -1 else min(config.end_index, n)
+    if ids is not None:
+        bad = [t for t in ids if not 0 <= t < n]
+        if bad:
+            raise RunConfigError(f"task id {bad[0]} out of range for {source} (valid: 0-{n - 1})")
+        return list(dict.fromkeys(ids)), end
+    if not 0 <= config.start_index < end:
+        raise RunConfigError(
+            f"empty task range {config.start_index}-{end} for {source} ({n} tasks)"
+        )
+    return list(range(config.start_index, end)), end
+
+
+def _ids_for(config: RunConfig, domain: str) -> list[int] | None:
+    """The `task_ids` that select tasks of `domain`: plain ids select in every domain,
+    `domain/N` only in its own. None when the run selects by range."""
+    if not config.task_ids:
+        return None
+    out: list[int] = []
+    for tid in config.task_ids:
+        if isinstance(tid, int):
+            out.append(tid)
+            continue
+        name, _, index = tid.rpartition("/")
+        if name not in config.envs:
+            raise RunConfigError(f"task id {tid!r} is not in this run's env ({config.env})")
+        if name == domain:
+            out.append(int(index))
+    return out
+
+
+def _select_tasks(
+    config: RunConfig, domains: dict[str, Domain]
+) -> tuple[dict[TaskId, Task], dict[TaskId, TaskRef], str, int]:
+    """The run's tasks by id, where each comes from, a description, and the range end."""
+    tasks: dict[TaskId, Task] = {}
+    refs: dict[TaskId, TaskRef] = {}
+    if config.tasks_file:
+        if config.multi_domain:
+            raise RunConfigError("--tasks-file takes a single --env (its tasks are one domain's)")
+        name = config.envs[0]
+        all_tasks = list(domains[name].load_tasks_file(Path(config.tasks_file)))
+        source = f"tasks file {config.tasks_file}"
+        ids, end = _select(_ids_for(config, name), config, all_tasks, source)
+        for i in ids:
+            tasks[i] = all_tasks[i]
+            refs[i] = TaskRef(name, i)
+        return tasks, refs, source, end
+    sources, ends = [], []
+    for name, domain in domains.items():
+        all_tasks = list(domain.tasks(config.task_split))
+        source = f"{name} {config.task_split}"
+        wanted = _ids_for(config, name)
+        if wanted == []:
+            continue  # only other domains' tasks were named
+        ids, end = _select(wanted, config, all_tasks, source)
+        sources.append(source)
+        ends.append(end)
+        for i in ids:
+            tid: TaskId = f"{name}/{i}" if config.multi_domain else i
+            tasks[tid] = all_tasks[i]
+            refs[tid] = TaskRef(name, i)
+    if not tasks:
+        raise RunConfigError(f"no tasks selected from {config.env}")
+    return tasks, refs, ", ".join(sources), max(ends)
+
+
+def resolve_resume_path(path: str) -> Path:
+    p = Path(path)
+    if p.suffix == ".jsonl":
+        return p
+    name = p.name.removesuffix(".summary.json").removesuffix(".json")
+    candidate = p.with_name(name + ".jsonl")
+    return candidate if candidate.exists() else p
+
+
+def _free_stem(log_dir: Path, stem: str) -> str:
+    candidate, n = stem, 1
+    while (log_dir / f"{candidate}.jsonl").exists() or (log_dir / f"{candidate}.json").exists():
+        n += 1
+        candidate = f"{stem}_{n}"
+    return candidate
+
+
+def prepare_run(config: RunConfig) -> RunPlan:
+    """Validate the config against the data and any log to resume; writes nothing."""
+    domains = {name: load_domain(name, config.data_dir) for name in config.envs}
+    domain = domains[config.envs[0]]
+    tasks, refs, source, end = _select_tasks(config, domains)
+    rng = random.Random(config.seed)
+    order: list[Key] = []
+    for trial in range(config.num_trials):
+        trial_ids = list(tasks)
+        if config.shuffle:
+            rng.shuffle(trial_ids)
+        order.extend((tid, trial) for tid in trial_ids)
+    digest = task_data_hash(tasks)
+
+    if config.resume:
+        log_path = resolve_resume_path(config.resume)
+        try:
+            contents = read_log(log_path)
+        except LogFileError as exc:
+            raise RunConfigError(f"cannot resume: {exc}") from None
+        header = contents.header
+        diffs = fingerprint_differences(header.get("fingerprint", {}), config.fingerprint())
+        if diffs:
+            raise RunConfigError(
+                f"cannot resume {log_path}: the configuration differs ({'; '.join(diffs)})"
+            )
+        if header.get("task_data_hash") != digest:
+            raise RunConfigError(
+                f"cannot resume {log_path}: the selected tasks differ from that run's "
+                "(task selection or task data changed)"
+            )
+        return RunPlan(
+            config=config,
+            domain=domain,
+            tasks=tasks,
+            order=order,
+            task_hash=digest,
+            run_name=str(header.get("run_name") or log_path.stem),
+            log_path=log_path,
+            existing=contents.records,
+            resumed=True,
+            source=source,
+            domains=domains,
+            refs=refs,
+        )
+
+    log_dir = Path(config.log_dir)
+    stem = config.run_name or run_file_stem(
+        agent_strategy=config.agent_strategy,
+        model=config.model,
+        temperature=config.temperature,
+        start_index=config.start_index,
+        end_index=end,
+        user_model="+".join(m.split("/")[-1] for m in config.user_models or [config.user_model]),
+        user_strategy=config.user_strategy,
+    )
+    stem = _free_stem(log_dir, stem)
+    return RunPlan(
+        config=config,
+        domain=domain,
+        tasks=tasks,
+        order=order,
+        task_hash=digest,
+        run_name=stem,
+        log_path=log_dir / f"{stem}.jsonl",
+        source=source,
+        domains=domains,
+        refs=refs,
+    )

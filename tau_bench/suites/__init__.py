@@ -1,0 +1,81 @@
+"""The benchmark-suite seam: suites are found by entry point, domains by their `--env` name.
+
+`load_domain("airline")` is τ-bench v1's airline, `load_domain("tau3/airline")` τ³'s: the
+part before the last `/` picks the suite by its prefix, bare names belong to the suite
+whose prefix is empty. Suites register under the `tau_bench.suites` entry-point group, so
+a third party ships one the way adapters ship (docs/suites.md).
+"""
+
+from __future__ import annotations
+
+import threading
+from importlib.metadata import entry_points
+from pathlib import Path
+
+from tau_bench.suites.base import (
+    Domain,
+    EpisodeEnv,
+    Reward,
+    Suite,
+    Task,
+    UnknownDomainError,
+    UnknownSplitError,
+)
+
+GROUP = "tau_bench.suites"
+
+__all__ = [
+    "GROUP",
+    "Domain",
+    "EpisodeEnv",
+    "Reward",
+    "Suite",
+    "Task",
+    "UnknownDomainError",
+    "UnknownSplitError",
+    "all_domain_names",
+    "load_domain",
+    "split_env",
+    "suites",
+]
+
+_suites: dict[str, Suite] | None = None
+_lock = threading.Lock()
+
+
+def suites() -> dict[str, Suite]:
+    """Every installed suite by name (loaded once per process)."""
+    global _suites
+    with _lock:
+        if _suites is None:
+            found: dict[str, Suite] = {}
+            for ep in entry_points(group=GROUP):
+                try:
+                    found[ep.name] = ep.load()
+                except ImportError:
+                    continue  # a suite whose optional dependencies are missing
+            _suites = found
+        return dict(_suites)
+
+
+def all_domain_names() -> list[str]:
+    """Every selectable `--env` name, suite by suite."""
+    return [s.prefix + d for s in suites().values() for d in s.domain_names()]
+
+
+def split_env(env: str) -> tuple[Suite, str]:
+    """The suite an `--env` name belongs to and the domain's name inside it."""
+    prefix, _, name = env.strip().rpartition("/")
+    prefix = prefix + "/" if prefix else ""
+    for suite in suites().values():
+        if suite.prefix == prefix and name in suite.domain_names():
+            return suite, name
+    raise UnknownDomainError(
+        f"unknown env {env!r} (available: {', '.join(all_domain_names()) or 'none'})"
+    )
+
+
+def load_domain(env: str, data_dir: str | Path | None = None) -> Domain:
+    """The domain selected by `env` (loaded once per process and data directory)."""
+    suite, name = split_env(env)
+    return suite.load_domain(name, data_dir)

@@ -1,0 +1,123 @@
+"""Task ids as results files carry them: plain indices, or `"domain/N"` in multi-domain runs.
+
+A single-domain run names its tasks by index (`12`); a multi-domain run (`tau run --env
+retail,airline`) by `"retail/12"`. Analyses mix the two (a retail run next to a
+two-domain run), so ids are sorted by (domain, index) and never compared across kinds,
+and turned into file-name parts (`retail-12`) where a `/` cannot go.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable
+from typing import Any
+
+TaskId = int | str
+
+# The domain part may itself hold a suite prefix: "tau3/retail/12".
+_NAMESPACED = re.compile(r"^\s*([A-Za-z0-9_.-]+(?:/[A-Za-z0-9_.-]+)*)\s*/\s*(-?\d+)\s*$")
+_UNSAFE = re.compile(r"[^A-Za-z0-9._-]+")
+
+
+def parse_task_id(value: Any) -> TaskId:
+    """A task id read from a file: an integer (also from `"12"` or `12.0`), `"domain/N"`
+    normalised (`"retail/07"` -> `"retail/7"`), or any other non-empty text as it is.
+    ValueError for anything else (a bool, a fraction, null, an empty string)."""
+    if isinstance(value, bool):
+        raise ValueError(f"task id must be an integer or DOMAIN/N, got {value!r}")
+    if isinstance(value, int):
+        return value
+    if isinstance(value, float) and value.is_integer():
+        return int(value)
+    if isinstance(value, str):
+        text = value.strip()
+        if text.lstrip("-").isdigit():
+            return int(text)
+        match = _NAMESPACED.match(text)
+        if match:
+            return f"{match[1]}/{int(match[2])}"
+        if text:
+            return text
+    raise ValueError(f"task id must be an integer or DOMAIN/N, got {value!r}")
+
+
+def parse_run_task_id(value: Any) -> TaskId:
+    """A task id a user selects (`--task-ids`, YAML, the API): an integer or `DOMAIN/N`.
+
+    Stricter than `parse_task_id` (which reads ids from files): free text is refused.
+    """
+    parsed = parse_task_id(value)
+    if isinstance(parsed, str) and task_domain(parsed) is None:
+        raise ValueError(f"task id must be an integer or DOMAIN/ID, got {value!r}")
+    if isinstance(value, float):
+        raise ValueError(f"task id must be an integer or DOMAIN/ID, got {value!r}")
+    return parsed
+
+
+def task_domain(task_id: TaskId) -> str | None:
+    """`"retail"` for `"retail/12"`; None for a plain index."""
+    if isinstance(task_id, str):
+        match = _NAMESPACED.match(task_id)
+        if match:
+            return match[1]
+    return None
+
+
+def task_index(task_id: TaskId) -> int | None:
+    """The index within its domain: `12` for `12` and for `"retail/12"`; None otherwise."""
+    if isinstance(task_id, int):
+        return task_id
+    match = _NAMESPACED.match(task_id)
+    return int(match[2]) if match else None
+
+
+def qualify(task_id: TaskId, domain: str) -> TaskId:
+    """A plain index as `"domain/N"` (ids that already name a domain are kept)."""
+    return f"{domain}/{task_id}" if isinstance(task_id, int) else task_id
+
+
+def sort_key(task_id: TaskId) -> tuple[str, int, int, str]:
+    """A total order over ids of every kind: by domain ("" for plain indices), then by
+    index as a number (`retail/2` before `retail/10`), then other text."""
+    domain = task_domain(task_id)
+    index = task_index(task_id)
+    if index is not None:
+        return (domain or "", 0, index, "")
+    return (domain or "", 1, 0, str(task_id))
+
+
+def sorted_ids(ids: Iterable[TaskId]) -> list[TaskId]:
+    return sorted(set(ids), key=sort_key)
+
+
+def file_part(task_id: TaskId) -> str:
+    """The id as part of a file name: `retail/12` -> `retail-12`, `12` -> `12`."""
+    if isinstance(task_id, int):
+        return str(task_id)
+    cleaned = _UNSAFE.sub("_", task_id.replace("/", "-")).strip("._-")
+    return cleaned or "task"
+
+
+def ids_text(ids: Iterable[TaskId], limit: int = 12) -> str:
+    """`0-4, 7, retail/9-12` (first `limit` ranges), for messages about task sets:
+    consecutive indices of one domain become a range."""
+    ordered = sorted_ids(ids)
+    ranges: list[str] = []
+    i = 0
+    while i < len(ordered):
+        j = i
+        while j + 1 < len(ordered) and _follows(ordered[j], ordered[j + 1]):
+            j += 1
+        if i == j:
+            ranges.append(str(ordered[i]))
+        else:
+            last = task_index(ordered[j])
+            ranges.append(f"{ordered[i]}-{last}")
+        i = j + 1
+    more = len(ranges) - limit
+    return ", ".join(ranges[:limit]) + (f", … ({more} more)" if more > 0 else "")
+
+
+def _follows(a: TaskId, b: TaskId) -> bool:
+    ia, ib = task_index(a), task_index(b)
+    return ia is not None and ib is not None and ib == ia + 1 and task_domain(a) == task_domain(b)

@@ -1,0 +1,1 @@
+"""τ³ domains; each package registers its `DomainSpec` when imported (see ../domain.py)."""

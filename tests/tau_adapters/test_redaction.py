@@ -1,0 +1,128 @@
+"""tau_adapters.redaction: secrets never leave in structured values, texts or payloads."""
+
+from __future__ import annotations
+
+import ast
+import json
+from pathlib import Path
+
+import pytest
+
+import tau_adapters.redaction as redaction
+from tau_adapters.redaction import (
+    MASK,
+    Redactor,
+    fingerprint,
+    is_redacted,
+    is_secret_key,
+    mask_values,
+    redact_secrets,
+    redact_text,
+    secret_values,
+)
+
+OPTIONS = {
+    "http_config": "bot.yaml",
+    "headers": {"Authorization": "Bearer sk-live-123", "X-Trace": "on"},
+    "backends": [{"api_key": "sk-nested-456", "url": "http://x"}],
+    "password": None,
+}
+
+
+@pytest.mark.parametrize("key", ["api_key", "Authorization", "DB_PASSWORD", "x-goog-api-key"])
+def test_secret_looking_keys(key: str) -> None:
+    assert is_secret_key(key)
+
+
+@pytest.mark.parametrize("key", ["model", "headers", "url", "temperature"])
+def test_ordinary_keys(key: str) -> None:
+    assert not is_secret_key(key)
+
+
+def test_secrets_are_fingerprinted_at_any_depth() -> None:
+    out = redact_secrets(OPTIONS)
+    text = json.dumps(out)
+    assert "sk-live-123" not in text and "sk-nested-456" not in text
+    assert out["headers"]["X-Trace"] == "on" and out["backends"][0]["url"] == "http://x"
+    assert out["headers"]["Authorization"] == fingerprint("Bearer sk-live-123")
+    assert out["password"] is None  # an unset secret stays unset
+    assert OPTIONS["headers"]["Authorization"] == "Bearer sk-live-123"  # input untouched
+
+
+def test_fingerprints_are_stable_short_and_distinct() -> None:
+    first = fingerprint("secret-a")
+    assert first == fingerprint("secret-a") != fingerprint("secret-b")
+    assert is_redacted(first) and len(first) == len("<redacted sha256:>") + 16
+    assert not is_redacted("secret-a") and not is_redacted(None)
+
+
+def test_an_already_redacted_value_is_never_rehashed() -> None:
+    once = redact_secrets(OPTIONS)
+    assert redact_secrets(once) == once
+    assert fingerprint(fingerprint("x")) == fingerprint("x")
+
+
+def test_secret_values_finds_strings_under_secret_keys_only() -> None:
+    assert secret_values(OPTIONS) == {"Bearer sk-live-123", "sk-nested-456"}
+    assert secret_values({"token": fingerprint("old"), "api_key": "abc"}) == set()
+
+
+def test_mask_values_masks_occurrences_in_strings_and_keys() -> None:
+    value = {"error": "refused key sk-nested-456", "sk-nested-456": ["x sk-nested-456 y", 3]}
+    out = mask_values(value, {"sk-nested-456"}, mask="<redacted>")
+    assert out == {"error": "refused key <redacted>", "<redacted>": ["x <redacted> y", 3]}
+    assert mask_values("plain sk-nested-456", ["sk-nested-456"]) == f"plain {MASK}"
+
+
+def test_the_longest_secret_is_masked_whole() -> None:
+    assert mask_values("abcdefgh", ["abcd", "abcdefgh"]) == MASK
+
+
+def test_redact_text_masks_known_values_environment_and_shapes(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setenv("SOME_SERVICE_TOKEN", "env-token-value-77")
+    text = (
+        "key sk-abcdef123456 bearer: Bearer tok.en-value url https://x/y?key=AIzaSyABCDEFGHIJKLMNOP "
+        "and 'api_key': 'hunter22secret' and my-own-secret-value and env-token-value-77"
+    )
+    out = redact_text(text, ["my-own-secret-value"])
+    for secret in (
+        "sk-abcdef123456",
+        "tok.en-value",
+        "AIzaSyABCDEFGHIJKLMNOP",
+        "hunter22secret",
+        "my-own-secret-value",
+        "env-token-value-77",
+    ):
+        assert secret not in out
+    assert out.startswith("key ***")
+
+
+def test_redactor_masks_payloads_headers_and_learnt_tokens() -> None:
+    redactor = Redactor(["s3cr3t-value"], max_chars=40)
+    assert redactor.text("a s3cr3t-value b") == f"a {MASK} b"
+    assert redactor.headers({"Content-Type": "application/json", "X-Key": "whatever"}) == {
+        "Content-Type": "application/json",
+        "X-Key": MASK,
+    }
+    redactor.add("session-tok")
+    body = {"s": "session-tok and " + "x" * 100}
+    out = redactor.value(body)
+    assert "session-tok" not in json.dumps(out)
+    assert out["s"].endswith("more chars]")
+
+
+def test_the_sdk_module_imports_only_the_standard_library() -> None:
+    tree = ast.parse(Path(redaction.__file__).read_text())
+    roots = {
+        (node.module or "").split(".")[0]
+        for node in ast.walk(tree)
+        if isinstance(node, ast.ImportFrom)
+    } | {
+        alias.name.split(".")[0]
+        for node in ast.walk(tree)
+        if isinstance(node, ast.Import)
+        for alias in node.names
+    }
+    assert roots <= {"__future__", "hashlib", "os", "re", "collections", "typing"}

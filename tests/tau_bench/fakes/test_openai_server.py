@@ -1,0 +1,150 @@
+"""The fake OpenAI server: real sockets, OpenAI's shapes, latency, faults, deadlines."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import time
+
+import httpx
+import pytest
+
+from tau_bench.fakes import ChatReply, ChatRequest, Faults, OpenAIServer, OpenAIServerProcess
+from tau_bench.llm import LLMConfig, LLMRateLimitError, RetryPolicy, complete
+
+HELLO = [{"role": "user", "content": "hello"}]
+TOOLS = [{"type": "function", "function": {"name": "lookup", "parameters": {"type": "object"}}}]
+NO_WAIT = RetryPolicy(initial_wait=0.0, max_wait=0.0, jitter=0.0)
+
+
+def _echo(request: ChatRequest) -> ChatReply:
+    if request.tools and request.messages[-1]["role"] == "user":
+        return ChatReply(tool_calls=[("lookup", {"q": request.messages[-1]["content"]})])
+    return ChatReply(text=str(request.messages[-1]["content"]).upper(), usage=(11, 3))
+
+
+def test_answers_in_openai_shape_with_tool_calls_and_usage() -> None:
+    with OpenAIServer(_echo) as server:
+        url = f"{server.base_url}/chat/completions"
+        plain = httpx.post(url, json={"model": "m", "messages": HELLO}, timeout=10).json()
+        tool = httpx.post(
+            url, json={"model": "m", "messages": HELLO, "tools": TOOLS}, timeout=10
+        ).json()
+    assert plain["object"] == "chat.completion" and plain["model"] == "m"
+    assert plain["choices"][0]["message"] == {"role": "assistant", "content": "HELLO"}
+    assert plain["usage"] == {"prompt_tokens": 11, "completion_tokens": 3, "total_tokens": 14}
+    call = tool["choices"][0]["message"]["tool_calls"][0]
+    assert tool["choices"][0]["finish_reason"] == "tool_calls"
+    assert call["function"] == {"name": "lookup", "arguments": json.dumps({"q": "hello"})}
+    assert [r.tools != [] for r in server.requests] == [False, True]
+
+
+async def test_litellm_talks_to_it_over_a_socket(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-fake-server-0000")
+    with OpenAIServer(_echo) as server:
+        config = LLMConfig(model="openai/fake-model", api_base=server.base_url, retry=NO_WAIT)
+        completion = await complete(config, HELLO, tools=TOOLS)
+        assert completion.tool_calls[0]["function"]["name"] == "lookup"
+        assert server.requests[0].model == "fake-model"
+        assert server.stats() == {"requests": 1, "connections": 1}
+
+
+def test_latency_is_counted_from_the_request_arrival() -> None:
+    with OpenAIServer(_echo, latency=0.3) as server:
+        started = time.perf_counter()
+        httpx.post(f"{server.base_url}/chat/completions", json={"messages": HELLO}, timeout=10)
+        elapsed = time.perf_counter() - started
+    assert 0.3 <= elapsed < 3.0
+
+
+def test_reply_errors_and_unknown_routes() -> None:
+    def refuse(request: ChatRequest) -> ChatReply:
+        return ChatReply(status=429, headers={"Retry-After": "7"}, error="slow down")
+
+    with OpenAIServer(refuse) as server:
+        answer = httpx.post(f"{server.base_url}/chat/completions", json={}, timeout=10)
+        missing = httpx.get(f"{server.base_url}/models", timeout=10)
+        bad = httpx.post(f"{server.base_url}/chat/completions", content=b"{not json", timeout=10)
+    assert answer.status_code == 429 and answer.headers["retry-after"] == "7"
+    assert answer.json()["error"]["message"] == "slow down"
+    assert missing.status_code == 404 and bad.status_code == 400
+
+
+def test_a_broken_reply_function_is_a_400_not_a_hang() -> None:
+    def broken(request: ChatRequest) -> ChatReply:
+        raise KeyError("oops")
+
+    with OpenAIServer(broken) as server:
+        answer = httpx.post(f"{server.base_url}/chat/completions", json={}, timeout=10)
+    assert answer.status_code == 400 and "KeyError" in answer.json()["error"]["message"]
+
+
+async def test_async_reply_functions_may_wait_for_each_other() -> None:
+    """Replies held until two requests are in flight: both arrive, then both leave."""
+    arrived: list[int] = []
+    gate: dict[str, asyncio.Event] = {}
+
+    async def held(request: ChatRequest) -> ChatReply:
+        event = gate.setdefault("both", asyncio.Event())
+        arrived.append(1)
+        if len(arrived) == 2:
+            event.set()
+        await asyncio.wait_for(event.wait(), 10)
+        return ChatReply(text="released")
+
+    with OpenAIServer(held) as server:
+        async with httpx.AsyncClient(timeout=10) as client:
+            url = f"{server.base_url}/chat/completions"
+            answers = await asyncio.gather(*(client.post(url, json={}) for _ in range(2)))
+    assert [a.json()["choices"][0]["message"]["content"] for a in answers] == ["released"] * 2
+
+
+def test_faults_are_seeded_and_carry_retry_after() -> None:
+    def statuses(seed: int) -> list[int]:
+        faults = Faults(rate=0.5, seed=seed)
+        with OpenAIServer(_echo, faults=faults) as server, httpx.Client(timeout=10) as client:
+            url = f"{server.base_url}/chat/completions"
+            answers = [client.post(url, json={"messages": HELLO}) for _ in range(20)]
+        assert all("retry-after" in a.headers for a in answers if a.status_code != 200)
+        return [a.status_code for a in answers]
+
+    first = statuses(1)
+    assert first == statuses(1)
+    assert 200 in first and any(s in (429, 500, 503) for s in first)
+    with pytest.raises(ValueError):
+        Faults(rate=1.5)
+
+
+async def test_every_request_faulted_is_a_typed_llm_error(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-fake-server-0000")
+    with OpenAIServer(_echo, faults=Faults(rate=1.0, statuses=(429,))) as server:
+        config = LLMConfig(
+            model="openai/fake", api_base=server.base_url, retry=NO_WAIT, max_attempts=2
+        )
+        with pytest.raises(LLMRateLimitError) as raised:
+            await complete(config, HELLO)
+    assert raised.value.attempts == 2 and len(server.requests) == 2
+
+
+def test_stop_is_idempotent_and_frees_the_port() -> None:
+    server = OpenAIServer(_echo).start()
+    url = f"{server.base_url}/chat/completions"
+    server.stop()
+    server.stop()
+    with pytest.raises(httpx.ConnectError):
+        httpx.post(url, json={}, timeout=2)
+
+
+def test_the_child_process_server_answers_and_counts() -> None:
+    responder = "tau_bench.benchmarks.runner.replies:respond"
+    with OpenAIServerProcess(responder, latency=0.0) as server:
+        body = {"model": "m", "messages": [{"role": "system", "content": "x"}]}
+        answer = httpx.post(f"{server.base_url}/chat/completions", json=body, timeout=10)
+        assert answer.status_code == 200
+        assert server.stats()["requests"] == 1 and server.cpu_seconds() > 0
+    assert server.proc.poll() is not None
+
+
+def test_a_child_that_cannot_start_fails_within_its_deadline() -> None:
+    with pytest.raises(RuntimeError, match="did not start"):
+        OpenAIServerProcess("no.such.module:respond", timeout=60)
