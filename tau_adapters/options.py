@@ -92,7 +92,15 @@ def secret_fields(model: type[BaseModel]) -> frozenset[str]:
 
 
 def validate_options(name: str, model: type[BaseModel], options: Mapping[str, Any]) -> BaseModel:
-    """`options` checked against the adapter's model: one line naming the first bad key."""
+    """`options` checked against the adapter's model: one line naming the first bad key.
+
+    Keys the model does not declare are refused here whatever the model's own `extra`
+    setting (a model may ignore extras because its `build` also sees the run's settings).
+    """
+    unknown = sorted(set(options) - set(model.model_fields))
+    if unknown:
+        known = ", ".join(sorted(model.model_fields))
+        raise AdapterConfigError(f"{name}: unknown option {unknown[0]!r} (known: {known})")
     try:
         return model.model_validate(dict(options))
     except ValidationError as exc:

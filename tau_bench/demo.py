@@ -142,9 +142,9 @@ def main() -> int:
     for label, outcome in outcomes:
         console.print(f"  {label}: {os.path.relpath(outcome.plan.results_path)}", markup=False)
     console.print(
-        "Every episode ran through a real adapter (gRPC / HTTP), its tool calls executed on the "
-        "local domain DB and scored by the DB hash. Next: point the same commands at your own "
-        "agent (README, docs/dialogflow.md, docs/http-adapter.md)."
+        "Every episode ran through a real adapter (gRPC / HTTP / A2A), its tool calls executed on "
+        "the local domain DB and scored by the DB hash. Next: point the same commands at your "
+        "own agent (README; `tau adapters NAME` lists an adapter's flags)."
     )
     return 0 if all_ok else 1
 

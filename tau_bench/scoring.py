@@ -207,7 +207,3 @@ def db_diff(
 def clear_ground_truth_cache() -> None:
     with _gt_lock:
         _gt_cache.clear()
-
-
-def domain_ground_truth_hashes(domain: Domain, split: str) -> list[str]:
-    return [ground_truth(domain, t).data_hash for t in domain.tasks(split)]

@@ -84,6 +84,7 @@ class CesProvider:
 
     def __init__(self, options: Options, *, sleep: Sleep = asyncio.sleep) -> None:
         self.options = options
+        self.display_name = options.app_id.rsplit("/", 1)[-1]  # optional: names the agent
         self.policy = RetryPolicy(
             max_attempts=options.max_attempts,
             initial=options.retry_initial,

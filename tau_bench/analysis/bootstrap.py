@@ -26,11 +26,6 @@ class Interval:
     resamples: int
     seed: int
 
-    @property
-    def excludes_zero(self) -> bool:
-        """The difference is unlikely to be noise at this confidence."""
-        return self.low > 0 or self.high < 0
-
 
 def paired_bootstrap(
     diffs: Sequence[float],

@@ -8,14 +8,12 @@ foreign ids, unknown tools, ...). The generator runs through litellm exactly as 
 production, at `--concurrency` samples at once. Reported per domain and difficulty:
 scenarios validated per minute, tasks written per minute, validation rate.
 
-    python -m tau_bench.benchmarks.sdg_bench [--samples 48] [--concurrency 8] [--latency 0.5]
+    tau bench sdg [--samples 48] [--concurrency 8] [--latency 0.5]
 """
 
 from __future__ import annotations
 
-import argparse
 import asyncio
-import json
 import os
 import platform
 import random
@@ -166,44 +164,3 @@ def render(results: dict[str, Any]) -> list[Any]:
         f"{t['scenarios_per_minute']:.0f}",
     )
     return [table, *lines]
-
-
-def main(argv: Sequence[str] | None = None) -> None:
-    parser = argparse.ArgumentParser(
-        prog="python -m tau_bench.benchmarks.sdg_bench", description=__doc__.split("\n\n")[0]
-    )
-    parser.add_argument("--samples", type=int, default=48, help="samples per domain and difficulty")
-    parser.add_argument("--concurrency", type=int, default=8)
-    parser.add_argument("--latency", type=float, default=0.5, help="seconds per model call")
-    parser.add_argument("--fault-rate", type=float, default=0.2)
-    parser.add_argument("--seed", type=int, default=0)
-    parser.add_argument(
-        "--env", choices=DOMAINS, action="append", help="repeatable (default: both)"
-    )
-    parser.add_argument(
-        "--difficulty", choices=LEVELS, action="append", help="repeatable (default: all)"
-    )
-    parser.add_argument("--data-dir", type=Path, default=None)
-    parser.add_argument("--json", type=Path, default=None, help="also write the figures as JSON")
-    args = parser.parse_args(argv)
-    from rich.console import Console
-
-    results = run(
-        domains=args.env or DOMAINS,
-        levels=args.difficulty or LEVELS,
-        samples=args.samples,
-        concurrency=args.concurrency,
-        latency=args.latency,
-        fault_rate=args.fault_rate,
-        seed=args.seed,
-        data_dir=args.data_dir,
-    )
-    console = Console()
-    console.print(*render(results), sep="\n")
-    console.print(f"machine: {results['machine']}")
-    if args.json:
-        args.json.write_text(json.dumps(results, indent=2))
-
-
-if __name__ == "__main__":
-    main()

@@ -1,4 +1,4 @@
-"""`tau bench core|runner`: performance benchmarks that print a table."""
+"""`tau bench core|runner|sdg`: performance benchmarks that print a table."""
 
 from __future__ import annotations
 
@@ -119,3 +119,46 @@ def runner(
         print(bench.markdown(rows))
     if json_out:
         json_out.write_text(json.dumps(rows, indent=2))
+
+
+@app.command("sdg")
+def sdg(
+    samples: int = typer.Option(48, "--samples", help="Samples per domain and difficulty."),
+    concurrency: int = typer.Option(8, "--concurrency", min=1, help="Samples at once."),
+    latency: float = typer.Option(0.5, "--latency", min=0.0, help="Seconds per model call."),
+    fault_rate: float = typer.Option(0.2, "--fault-rate", min=0.0, max=1.0),
+    seed: int = typer.Option(0, "--seed"),
+    env: list[str] = typer.Option(
+        [], "--env", help="airline or retail (repeatable; default both)."
+    ),
+    difficulty: list[str] = typer.Option(
+        [], "--difficulty", help="easy, medium or hard (repeatable; default all)."
+    ),
+    data_dir: Path | None = typer.Option(None, "--data-dir", help="τ-bench data directory."),
+    json_out: Path | None = typer.Option(None, "--json", help="Also write the figures as JSON."),
+) -> None:
+    """SDG throughput against a mock model server with real latency (docs/sdg.md)."""
+    from rich.console import Console
+
+    from tau_bench.benchmarks import sdg_bench
+    from tau_bench.cli.errors import fail
+
+    bad = [e for e in env if e not in sdg_bench.DOMAINS]
+    bad += [d for d in difficulty if d not in sdg_bench.LEVELS]
+    if bad:
+        fail(f"unknown value {bad[0]!r} (envs: airline, retail; levels: easy, medium, hard)")
+    results = sdg_bench.run(
+        domains=env or sdg_bench.DOMAINS,
+        levels=difficulty or sdg_bench.LEVELS,
+        samples=samples,
+        concurrency=concurrency,
+        latency=latency,
+        fault_rate=fault_rate,
+        seed=seed,
+        data_dir=data_dir,
+    )
+    console = Console()
+    console.print(*sdg_bench.render(results), sep="\n")
+    console.print(f"machine: {results['machine']}")
+    if json_out:
+        json_out.write_text(json.dumps(results, indent=2))

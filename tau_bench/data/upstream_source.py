@@ -26,7 +26,6 @@ __all__ = [
     "read_tool_order",
 ]
 
-TASK_KEYS = ("user_id", "instruction", "actions", "outputs", "annotator")
 RULES_VARIABLES = ("RULES", "rules")
 
 

@@ -10,7 +10,6 @@ from typing import Any
 from tau_bench.domains import Domain
 from tau_bench.sdg.context import UserContext
 from tau_bench.sdg.difficulty import Difficulty
-from tau_bench.sdg.problems import Problem
 from tau_bench.sdg.sandbox import Validation
 from tau_bench.sdg.structured import dumps
 
@@ -172,7 +171,3 @@ def instruction_messages(
         {"role": "system", "content": INSTRUCTION_SYSTEM.format(domain=domain.name)},
         {"role": "user", "content": user},
     ]
-
-
-def describe_problems(problems: list[Problem]) -> list[str]:
-    return [p.describe() for p in problems]

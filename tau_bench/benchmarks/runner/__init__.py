@@ -12,8 +12,8 @@ The bound is calls/episode x latency x episodes / concurrency (no runner can bea
 with identical episodes the last wave cannot be shared, so the "wave bound"
 ceil(episodes / concurrency) x calls/episode x latency is reported too.
 
-    python -m tau_bench.benchmarks.runner                    # levels 1:20, 50:500, 200:500
-    python -m tau_bench.benchmarks.runner --levels 200:500 --stack litellm
+    tau bench runner                    # levels 1:20, 50:500, 200:500
+    tau bench runner --levels 200:500 --stack litellm
     tau bench runner --episodes 100
 
 Modules: replies (the scripted model), raw_stack (the runner without a model client),

@@ -51,11 +51,6 @@ def _tags(messages: Sequence[dict[str, Any]], name: str) -> list[Any]:
     return found
 
 
-def stable_pick(options: Sequence[str | None], seed: str) -> str | None:
-    """A deterministic choice from `options` keyed by `seed` (for fault pickers)."""
-    return random.Random(seed).choice(list(options))
-
-
 class FakeModel:
     """Answers the pipeline's prompts. `faults(stage, view)` decides the mistakes."""
 

@@ -1,0 +1,123 @@
+"""The A2A adapter's options (light imports only: read by the registry and the CLI).
+
+Every field is a `tau run --agent-strategy a2a` flag (`--field-name` and `--field_name`);
+secret fields are marked so the runner can redact them.
+"""
+
+from __future__ import annotations
+
+import string
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field, field_validator
+
+TEMPLATE_FIELDS = frozenset({"task_id", "user_id", "trial", "session_id", "env", "task_split"})
+ToolMode = Literal["auto", "extension", "text", "none"]
+
+
+class Options(BaseModel):
+    """How to reach the agent, how to pass tools, and how hard to try."""
+
+    model_config = ConfigDict(extra="ignore", frozen=True)
+
+    agent_url: str = Field(
+        description="Base URL of the A2A agent; its card is read from <agent_url><card_path>.",
+        json_schema_extra={"flags": ["--a2a-url"]},
+    )
+    card_path: str = Field(
+        default="/.well-known/agent-card.json",
+        description="Path of the agent card, relative to agent_url.",
+    )
+    bearer_token: str | None = Field(
+        default=None,
+        repr=False,
+        description="Token for an HTTP bearer / OAuth2 / OpenID Connect scheme of the card.",
+        json_schema_extra={"secret": True, "flags": ["--a2a-token"]},
+    )
+    api_key: str | None = Field(
+        default=None,
+        repr=False,
+        description="Key for an apiKey (header) scheme of the card.",
+        json_schema_extra={"secret": True, "flags": ["--a2a-api-key"]},
+    )
+    tool_mode: ToolMode = Field(
+        default="auto",
+        description="extension: tool calls as DataParts (the card must declare the "
+        "client-tools extension); text: tool schemas as text, calls parsed from <json> blocks "
+        "(the τ³ A2A experiment's convention); none: plain conversation (the agent calls "
+        "tools itself, e.g. through `tau tools serve`); auto: extension when the card "
+        "declares it, else none.",
+    )
+    streaming: bool | None = Field(
+        default=None,
+        description="Use message/stream (SSE); default: when the card says it streams.",
+    )
+    message_metadata: list[str] = Field(
+        default_factory=list,
+        description="KEY=TEMPLATE metadata of each conversation's first message; templates "
+        "may use {task_id}, {user_id}, {trial}, {session_id}, {env}, {task_split}.",
+        json_schema_extra={"flags": ["--a2a-metadata"]},
+    )
+    send_policy: bool = Field(
+        default=False,
+        description="Extension mode: also send the domain policy with the tool schemas "
+        "(text mode always sends it, as the τ³ experiment did).",
+    )
+    timeout: float = Field(
+        default=120.0,
+        gt=0,
+        description="Total deadline in seconds of one call, SSE stream and polling included.",
+    )
+    max_attempts: int = Field(
+        default=4, ge=1, description="Tries of a call refused before the agent saw it."
+    )
+    retry_initial: float = Field(default=0.5, ge=0, description="First backoff delay (s).")
+    retry_max: float = Field(default=30.0, ge=0, description="Longest backoff delay (s).")
+    task_split: str = Field(default="test", description="Value of {task_split} in templates.")
+
+    @field_validator("agent_url")
+    @classmethod
+    def _url(cls, value: str) -> str:
+        value = value.strip()
+        if not value.startswith(("http://", "https://")):
+            raise ValueError(f"must be an http(s) URL, got {value!r}")
+        return value.rstrip("/")
+
+    @field_validator("card_path")
+    @classmethod
+    def _path(cls, value: str) -> str:
+        return "/" + value.strip().lstrip("/")
+
+    @field_validator("message_metadata", mode="before")
+    @classmethod
+    def _metadata_list(cls, value: object) -> object:
+        if value is None or value == "":
+            return []
+        if isinstance(value, str):
+            return [value]
+        if isinstance(value, dict):
+            return [f"{k}={v}" for k, v in value.items()]
+        return value
+
+    @field_validator("message_metadata")
+    @classmethod
+    def _templates(cls, value: list[str]) -> list[str]:
+        for entry in value:
+            key, sep, template = entry.partition("=")
+            if not sep or not key.strip():
+                raise ValueError(f"expected KEY=TEMPLATE, got {entry!r}")
+            try:
+                names = [n for _, n, _, _ in string.Formatter().parse(template) if n is not None]
+            except ValueError as exc:
+                raise ValueError(f"bad template {template!r} ({exc})") from None
+            unknown = sorted(n for n in names if n not in TEMPLATE_FIELDS)
+            if unknown or "" in names:
+                known = ", ".join("{" + f + "}" for f in sorted(TEMPLATE_FIELDS))
+                raise ValueError(f"unknown placeholder {{{(unknown or [''])[0]}}} (known: {known})")
+        return value
+
+    def metadata_pairs(self) -> list[tuple[str, str]]:
+        return [
+            (key.strip(), template)
+            for key, _, template in (e.partition("=") for e in self.message_metadata)
+        ]

@@ -1,0 +1,62 @@
+"""The text convention and integral-float coercion, offline."""
+
+from __future__ import annotations
+
+import pytest
+
+from adapters.a2a import textmode
+from adapters.a2a.coerce import coerce
+
+TOOLS = [{"type": "function", "function": {"name": "find", "parameters": {"type": "object"}}}]
+
+
+def test_first_message_carries_policy_tools_and_the_quoted_user_text() -> None:
+    text = textmode.first_message("Be kind.", TOOLS, 'Hi "there"\nbye')
+    assert text.startswith("Be kind.") and '"name": "find"' in text and "<json>" in text
+    assert textmode.user_text_of_first_message(text) == 'Hi "there"\nbye'
+
+
+def test_reply_with_actions_and_plain_text() -> None:
+    reply = (
+        'Sure. <json>{"name": "respond", "arguments": {"content": "One moment"}}</json>\n'
+        '<json>{"name": "find", "arguments": {"id": 3}}</json>'
+    )
+    actions = textmode.parse_reply(reply)
+    assert actions.messages == ["One moment"] and actions.calls == [("find", {"id": 3})]
+    assert textmode.parse_reply("just words").messages == ["just words"]
+
+
+@pytest.mark.parametrize(
+    "bad",
+    [
+        "<json>{not json}</json>",
+        '<json>{"arguments": {}}</json>',
+        '<json>{"name": "respond", "arguments": {}}</json>',
+        '<json>{"name": "find", "arguments": [1]}</json>',
+    ],
+)
+def test_bad_actions_are_rejected(bad: str) -> None:
+    with pytest.raises(textmode.TextActionError):
+        textmode.parse_reply(bad)
+
+
+def test_observations_round_trip() -> None:
+    joined = textmode.observation_text([("a", "one\n\ntwo"), ("b", "three")])
+    assert textmode.split_observations(joined, ["a", "b"]) == ["one\n\ntwo", "three"]
+    assert textmode.observation_text([("a", "x")]) == "x"
+
+
+def test_coerce_follows_the_schema() -> None:
+    schema = {
+        "type": "object",
+        "properties": {
+            "amount": {"type": "number"},
+            "code": {"type": "string"},
+            "items": {"type": "array", "items": {"type": "integer"}},
+        },
+    }
+    value = {"amount": 250.0, "code": 7.0, "items": [1.0, 2.5], "other": 3.0}
+    out = coerce(value, schema)
+    assert out == {"amount": 250, "code": 7.0, "items": [1, 2.5], "other": 3}
+    assert type(out["amount"]) is int and type(out["code"]) is float
+    assert coerce(True) is True and coerce(float("inf")) == float("inf")
