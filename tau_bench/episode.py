@@ -9,13 +9,15 @@ from __future__ import annotations
 
 import uuid
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from tau_adapters.conversation import DEFAULT_MAX_STEPS, MAX_STEPS
 from tau_adapters.loop import EpisodeResult, run_episode
 from tau_adapters.protocol import AgentAdapter, SessionContext, UserSimulator
 from tau_bench.suites import Domain, EpisodeEnv, Reward
-from tau_bench.toolserver.host import ToolServerHost
+
+if TYPE_CHECKING:
+    from tau_bench.toolserver.host import ToolServerHost
 
 
 @dataclass
@@ -31,12 +33,22 @@ class ScoredEpisode:
         return self.reward.reward if self.reward is not None else 0.0
 
 
-def score_episode(env: EpisodeEnv, stop_reason: str) -> Reward:
+def _finish(env: EpisodeEnv, stop_reason: str, messages: list[dict[str, Any]] | None) -> None:
+    finish = getattr(env, "finish", None)
+    if finish is not None:
+        finish(stop_reason, messages)
+
+
+def score_episode(
+    env: EpisodeEnv, stop_reason: str, messages: list[dict[str, Any]] | None = None
+) -> Reward:
     """The environment's reward; 0 (and `unfinished`) when the step limit cut it off.
 
     The original only scored episodes that ended (user stop, terminate tool); one cut off
-    by max steps kept reward 0. The DB comparison is still recorded.
+    by max steps kept reward 0. The DB comparison is still recorded. An environment with
+    the optional `finish` hook (τ³) first learns how the conversation ended.
     """
+    _finish(env, stop_reason, messages)
     reward = env.reward()
     if stop_reason == MAX_STEPS:
         reward.reward = 0.0
@@ -102,5 +114,11 @@ async def run_task(
     finally:
         if tool_host is not None and endpoint is not None:
             tool_host.release(endpoint)
-    reward = None if result.error is not None else score_episode(env, result.stop_reason)
+    reward = None
+    if result.error is None:
+        prepare = getattr(env, "prepare_reward", None)
+        if prepare is not None:  # an asynchronous judge (τ³ NL assertions)
+            _finish(env, result.stop_reason, result.messages)
+            await prepare()
+        reward = score_episode(env, result.stop_reason, result.messages)
     return ScoredEpisode(task_id=task_id, trial=trial, result=result, reward=reward, env=env)

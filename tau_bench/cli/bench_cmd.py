@@ -81,7 +81,7 @@ def runner(
     try:
         import psutil  # noqa: F401  (CPU and memory of the processes measured)
     except ImportError:
-        fail("tau bench runner needs psutil: pip install psutil (it is in the dev extras)")
+        fail("tau bench runner needs psutil: pip install psutil (make setup installs it)")
     try:
         pairs = bench.parse_levels(levels)
     except ValueError as exc:

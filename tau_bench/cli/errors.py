@@ -34,6 +34,7 @@ def fail(message: str, code: int = 2) -> NoReturn:
 
 
 def _user_error_types() -> tuple[type[BaseException], ...]:
+    from tau_adapters.extras import MissingExtraError
     from tau_adapters.protocol import AdapterConfigError
     from tau_bench.data.paths import DataDirError
     from tau_bench.suites import UnknownDomainError, UnknownSplitError
@@ -41,6 +42,7 @@ def _user_error_types() -> tuple[type[BaseException], ...]:
 
     return (
         UserError,
+        MissingExtraError,
         AdapterConfigError,
         DataDirError,
         UnknownDomainError,

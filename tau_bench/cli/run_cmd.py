@@ -12,7 +12,7 @@ from typing import Any, NoReturn
 import typer
 
 from tau_bench.cli.run_flags import _flags, config_from_context, with_underscore_aliases
-from tau_bench.cli.run_progress import RichProgress, error_examples, render_summary
+from tau_bench.cli.run_progress import error_examples, make_progress, render_summary
 from tau_bench.config import RunConfig
 
 
@@ -37,6 +37,12 @@ def fail(message: str, code: int = 2) -> NoReturn:
     standalone_mode=False click turns Exit into a return value and the code is lost."""
     print(f"error: {message}", file=sys.stderr)
     raise SystemExit(code)
+
+
+def _resume_command(plan: Any) -> str:
+    """The command that finishes this run (trials beyond the first need saying)."""
+    trials = plan.config.num_trials
+    return f"tau run --resume {plan.log_path}" + (f" --num-trials {trials}" if trials > 1 else "")
 
 
 def _note(message: str) -> None:
@@ -66,7 +72,7 @@ def _execute(cfg: RunConfig) -> None:
     ) as exc:
         fail(str(exc))
     err = Console(stderr=True)
-    observer = RichProgress(err, enabled=not cfg.quiet and err.is_terminal)
+    observer = make_progress(err, quiet=cfg.quiet)
     runner = Runner(plan, observer)
     if plan.resumed:
         _note(
@@ -81,24 +87,30 @@ def _execute(cfg: RunConfig) -> None:
         done = runner.outcome.summary["episodes_done"] if runner.outcome else 0
         _note(
             f"interrupted: {done} of {len(plan.order)} episodes saved in {plan.log_path}; "
-            f"continue with: tau run --resume {plan.log_path}"
+            f"continue with: {_resume_command(plan)}"
         )
         raise SystemExit(130) from None
     Console().print(render_summary(outcome.summary))
     summary = outcome.summary
     for line in summary.get("worker_errors", []):
         _note(f"error: {line}")
+    if summary.get("stopped_early"):
+        _note(
+            f"stopped early: {summary['stopped_early']}; no new episodes were started. "
+            f"Fix the cause, then continue with: {_resume_command(plan)}"
+        )
+        raise SystemExit(1)
     if summary["errors"]:
         _note(
             f"{summary['errors']} episode(s) failed with errors (not scored); "
-            f"re-run them with: tau run --resume {plan.log_path}"
+            f"re-run them with: {_resume_command(plan)}"
         )
         for line in error_examples(outcome.records):
             _note(line)
         if not summary["episodes_scored"]:
             raise SystemExit(1)  # nothing could be scored: let scripts notice
     if summary.get("worker_errors"):
-        _note(f"re-run the missing episodes with: tau run --resume {plan.log_path}")
+        _note(f"re-run the missing episodes with: {_resume_command(plan)}")
         raise SystemExit(1)
 
 

@@ -116,7 +116,7 @@ def _flags(
         typer.Option(
             "--task-ids",
             metavar="<ids>",
-            help="Run only these task ids: --task-ids 1 2 3 (retail/3 across domains).",
+            help="Run only these task ids: --task-ids 0-4 7 9-12 (retail/3 across domains).",
         ),
     ] = None,
     tasks_file: Annotated[
@@ -131,10 +131,37 @@ def _flags(
         int,
         typer.Option(
             "--workers",
-            help="Processes running episodes (each gets max-concurrency / N); for CPU-bound runs.",
+            help="Ray workers running episodes (each gets max-concurrency / N); "
+            "alone, N > 1 starts a local Ray (pip install 'tau-adapters[ray]').",
             rich_help_panel=RUN_PANEL,
         ),
     ] = _D.workers,
+    backend: Annotated[
+        str,
+        typer.Option(
+            "--backend",
+            help="Where episodes run: local (this process) or ray (--workers Ray workers).",
+            rich_help_panel=RUN_PANEL,
+        ),
+    ] = _D.backend,
+    ray_address: Annotated[
+        str | None,
+        typer.Option(
+            "--ray-address",
+            help="Ray cluster to run on (ray://host:10001, host:6379, auto); "
+            "default: a local Ray. Implies --backend ray.",
+            rich_help_panel=RUN_PANEL,
+        ),
+    ] = None,
+    llm_path: Annotated[
+        str,
+        typer.Option(
+            "--llm-path",
+            help="Model calls: auto (direct where exact), litellm, or direct "
+            "(the openai client, for OpenAI-compatible endpoints).",
+            rich_help_panel=RUN_PANEL,
+        ),
+    ] = _D.llm_path,
     seed: Annotated[int, typer.Option("--seed")] = _D.seed,
     shuffle: Annotated[
         int, typer.Option("--shuffle", help="1: shuffle the task order of each trial.")
@@ -149,6 +176,14 @@ def _flags(
     data_dir: Annotated[
         str | None,
         typer.Option("--data-dir", help="τ-bench data directory (default: $TAU_BENCH_DATA)."),
+    ] = None,
+    judge_model: Annotated[
+        str | None,
+        typer.Option(
+            "--judge-model",
+            help="τ³: the NL-assertion judge model (default gpt-4.1-2025-04-14; "
+            "assume-met: every NL assertion counts as met, offline).",
+        ),
     ] = None,
     max_steps: Annotated[
         int,
@@ -195,6 +230,38 @@ def _flags(
         bool,
         typer.Option("--quiet", help="No progress bar.", rich_help_panel=RUN_PANEL),
     ] = False,
+    skip_preflight: Annotated[
+        bool,
+        typer.Option(
+            "--skip-preflight",
+            help="Do not check agent, user and judge before the first episode.",
+            rich_help_panel=RUN_PANEL,
+        ),
+    ] = False,
+    max_consecutive_failures: Annotated[
+        int,
+        typer.Option(
+            "--max-consecutive-failures",
+            help="Stop scheduling after N infrastructure failures of one kind in a row (0: never).",
+            rich_help_panel=RUN_PANEL,
+        ),
+    ] = _D.max_consecutive_failures,
+    episode_timeout: Annotated[
+        float,
+        typer.Option(
+            "--episode-timeout",
+            help="Seconds one episode may take; then it is an agent timeout.",
+            rich_help_panel=RUN_PANEL,
+        ),
+    ] = _D.episode_timeout,
+    turn_timeout: Annotated[
+        float,
+        typer.Option(
+            "--turn-timeout",
+            help="Seconds one agent reply or one user reply may take.",
+            rich_help_panel=RUN_PANEL,
+        ),
+    ] = _D.turn_timeout,
 ) -> None:
     """The flags of `tau run`, as a signature (typer reads it; `run` is the callback)."""
 
@@ -246,7 +313,7 @@ def _given(ctx: typer.Context) -> dict[str, Any]:
 
 def _task_ids(given: dict[str, Any], extra: list[str]) -> list[int | str] | None:
     from tau_bench.config import RunConfigError
-    from tau_bench.task_ids import parse_run_task_id
+    from tau_bench.task_ids import expand_task_ids
 
     ids: list[int | str] = []
     if extra and "task_ids" not in given:
@@ -254,10 +321,11 @@ def _task_ids(given: dict[str, Any], extra: list[str]) -> list[int | str] | None
     for value in [*(given.get("task_ids") or []), *extra]:
         for part in value.replace(",", " ").split():
             try:
-                ids.append(parse_run_task_id(part))
-            except ValueError:
+                ids.extend(expand_task_ids(part))
+            except ValueError as exc:
                 raise RunConfigError(
-                    f"--task-ids expects integers (or DOMAIN/ID), got {part!r}"
+                    f"--task-ids expects integers, ranges (0-4) or DOMAIN/ID, got {part!r}"
+                    + (f": {exc}" if "range" in str(exc) else "")
                 ) from None
     return ids if ids or "task_ids" in given else None
 
@@ -345,6 +413,7 @@ def split_adapter_args(strategy: str, args: list[str]) -> tuple[list[str], dict[
     # typer 0.29 parses with its own vendored click: its usage errors are the ones it shows.
     from typer._click.exceptions import UsageError
 
+    from tau_adapters.extras import MissingExtraError
     from tau_adapters.options import option_flags, options_model
     from tau_adapters.registry import UnknownAdapterError, load_builder
 
@@ -352,6 +421,8 @@ def split_adapter_args(strategy: str, args: list[str]) -> tuple[list[str], dict[
         return args, {}
     try:
         model = options_model(load_builder(strategy))
+    except MissingExtraError:
+        raise  # "install tau-adapters[x]": the flags belong to an adapter not installed
     except (UnknownAdapterError, ImportError):
         model = None
     flags = option_flags(model) if model is not None else []

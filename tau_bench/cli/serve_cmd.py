@@ -163,6 +163,9 @@ def serve(
     except StoreError as exc:
         fail(str(exc))
 
+    from tau_adapters.extras import require
+
+    require("service")
     import uvicorn
 
     from tau_bench.service.api import create_app

@@ -36,6 +36,9 @@ def serve(
         fail("pass --token TOKEN or set TAU_TOOLS_TOKEN (clients send it as a bearer token)")
     if ttl <= 0:
         fail("--ttl must be positive")
+    from tau_adapters.extras import require
+
+    require("http")
     import uvicorn
 
     from tau_bench.suites import load_domain

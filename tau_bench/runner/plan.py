@@ -189,11 +189,14 @@ def _free_stem(log_dir: Path, stem: str) -> str:
     return candidate
 
 
-def prepare_run(config: RunConfig) -> RunPlan:
-    """Validate the config against the data and any log to resume; writes nothing."""
-    domains = {name: load_domain(name, config.data_dir) for name in config.envs}
-    domain = domains[config.envs[0]]
-    tasks, refs, source, end = _select_tasks(config, domains)
+def _for_run(domain: Domain, config: RunConfig) -> Domain:
+    """The domain with the run's options when its suite has any (τ³: the NL judge)."""
+    for_run = getattr(domain, "for_run", None)
+    return for_run(config) if for_run is not None else domain
+
+
+def _order(tasks: dict[TaskId, Task], config: RunConfig) -> list[Key]:
+    """The (task, trial) pairs, trial by trial; each trial's tasks shuffled when asked."""
     rng = random.Random(config.seed)
     order: list[Key] = []
     for trial in range(config.num_trials):
@@ -201,6 +204,15 @@ def prepare_run(config: RunConfig) -> RunPlan:
         if config.shuffle:
             rng.shuffle(trial_ids)
         order.extend((tid, trial) for tid in trial_ids)
+    return order
+
+
+def prepare_run(config: RunConfig) -> RunPlan:
+    """Validate the config against the data and any log to resume; writes nothing."""
+    domains = {name: _for_run(load_domain(name, config.data_dir), config) for name in config.envs}
+    domain = domains[config.envs[0]]
+    tasks, refs, source, end = _select_tasks(config, domains)
+    order = _order(tasks, config)
     digest = task_data_hash(tasks)
 
     if config.resume:
@@ -220,6 +232,12 @@ def prepare_run(config: RunConfig) -> RunPlan:
                 f"cannot resume {log_path}: the selected tasks differ from that run's "
                 "(task selection or task data changed)"
             )
+        # Every trial already in the log stays in the results, whatever --num-trials says
+        # (a resume that added trials must not be undone by the next plain resume).
+        recorded = 1 + max((trial for _, trial in contents.records), default=-1)
+        if recorded > config.num_trials:
+            config = config.model_copy(update={"num_trials": recorded})
+            order = _order(tasks, config)
         return RunPlan(
             config=config,
             domain=domain,

@@ -632,3 +632,14 @@ async def test_a_missing_api_key_is_an_auth_error_without_retries(
     assert (record.error["kind"], record.error["retryable"]) == ("auth_error", False)
     assert "after" not in record.error["message"]  # no "after 5 attempts"
     assert fake_llm.requests == []
+
+
+async def test_a_plain_resume_keeps_the_trials_an_earlier_resume_added(tmp_path):
+    first = await run_config(make_config(tmp_path, task_ids=[13, 0]))
+    log = str(first.plan.log_path)
+    more = await run_config(make_config(tmp_path, task_ids=[13, 0], resume=log, num_trials=3))
+    assert more.ran == 4
+    again = await run_config(make_config(tmp_path, task_ids=[13, 0], resume=log))
+    assert again.ran == 0 and again.plan.config.num_trials == 3
+    trials = sorted((e["task_id"], e["trial"]) for e in results_json(first.plan.results_path))
+    assert trials == [(0, 0), (0, 1), (0, 2), (13, 0), (13, 1), (13, 2)]
