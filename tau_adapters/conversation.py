@@ -53,6 +53,8 @@ class Conversation:
     steps: int = 0
     user_turns: int = 0
     stop_reason: str = ""
+    stop_tokens: tuple[str, ...] = (STOP_TOKEN,)
+    """What ends the conversation in a user message (τ³ adds ###TRANSFER###, ###OUT-OF-SCOPE###)."""
 
     @property
     def done(self) -> bool:
@@ -74,7 +76,7 @@ class Conversation:
         """Record the user's words; True when they end the conversation (###STOP###)."""
         self.user_turns += 1
         self.messages.append({"role": "user", "content": text})
-        if STOP_TOKEN in text:
+        if any(token in text for token in self.stop_tokens):
             self.end(USER_STOP)
             return True
         return False

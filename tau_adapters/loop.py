@@ -141,6 +141,7 @@ async def run_episode(
     """Run one conversation to its end and return its trajectory."""
     result = EpisodeResult()
     conv = Conversation(executor, max_steps=max_steps, messages=result.messages)
+    conv.stop_tokens = tuple(getattr(user, "stop_tokens", conv.stop_tokens))
     started = time.perf_counter()
     conv.system(session.policy)
     started_adapter = False

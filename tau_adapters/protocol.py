@@ -232,3 +232,30 @@ class AdapterProtocolError(AdapterError):
     """The remote agent answered something we cannot interpret."""
 
     kind = "protocol_error"
+
+
+class AdapterTimeoutError(AdapterError):
+    """The remote agent did not finish answering within a call's total deadline (a bot
+    that drips bytes or streams keep-alives forever): recorded as an agent timeout."""
+
+    kind = "agent_timeout"
+
+    def __init__(self, message: str, *, retryable: bool = True) -> None:
+        super().__init__(message, retryable=retryable)
+
+
+class AdapterUnavailableError(AdapterError):
+    """The remote agent lost the conversation (its session expired or was reset) or
+    cannot serve it: the episode cannot be finished as it started."""
+
+    kind = "agent_unavailable"
+
+    def __init__(self, message: str, *, retryable: bool = True) -> None:
+        super().__init__(message, retryable=retryable)
+
+
+class AdapterLimitError(AdapterError):
+    """The agent platform cannot take this input (a text longer than its limit): a
+    property of the platform, recorded per episode, not a bug of the agent."""
+
+    kind = "agent_platform_limit"

@@ -169,6 +169,11 @@ class Redactor:
         self._secrets = _ordered(secrets)
         self.max_chars = max_chars
 
+    @property
+    def secrets(self) -> list[str]:
+        """The values masked so far (longest first): to mask them in other outputs too."""
+        return list(self._secrets)
+
     def add(self, secret: str) -> None:
         """Mask `secret` too from now on (a session token the agent handed out)."""
         if secret and len(secret) >= MIN_SECRET_LENGTH and secret not in self._secrets:

@@ -22,8 +22,14 @@ class AgentProvider(Protocol):
     """Makes adapters for a run; `aclose` releases what they shared.
 
     Optional attributes the harness reads with `getattr`: `tool_server` (a
-    `ToolServerRequest`: the agent calls tools itself over the network) and an async
-    `preflight()` (one cheap real call that proves credentials and endpoint work).
+    `ToolServerRequest`: the agent calls tools itself over the network), an async
+    `preflight()` (one cheap real call that proves credentials and endpoint work),
+    `display_name` (a str naming this agent in tables and run names, e.g. the HTTP
+    config's `name:`, so two bots of one strategy are told apart) and `config_digest`
+    (a str hash of the agent's configuration with secrets removed, recorded in the run
+    manifest so that runs of differently configured agents are told apart) and `secrets`
+    (the values to mask wherever they reappear, e.g. a token the bot echoes back: the
+    runner masks them in every episode record, so in every file made from records).
     """
 
     def new_adapter(self) -> AgentAdapter: ...

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+from tau_adapters.jsonsafe import JSONDepthError, depth_exceeds
 from tau_adapters.protocol import ToolOutput
 from tau_bench.db import EpisodeDB
 from tau_bench.hashing import copy_json
@@ -48,6 +49,10 @@ class Env:
 
     def execute(self, name: str, kwargs: Any) -> ToolOutput:
         """Run tool `name` with `kwargs`: the observation, typed; never an exception."""
+        if depth_exceeds(kwargs):
+            # Hostile arguments: every recursive walk below (copy, hash, score) would fail.
+            self.actions.append(Action(name=str(name), kwargs={"__invalid_kwargs__": "too deep"}))
+            return ToolOutput(f"Error: arguments {JSONDepthError()}", is_error=True)
         logged = kwargs if isinstance(kwargs, dict) else {"__invalid_kwargs__": kwargs}
         self.actions.append(Action(name=str(name), kwargs=copy_json(logged)))
         if name == RESPOND_ACTION:

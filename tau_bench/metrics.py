@@ -1,9 +1,11 @@
 """Run metrics: average reward, pass^k, pass@k, cost, tokens, latency percentiles, errors.
 
-Pure functions over episode records. Errored episodes (infrastructure failures: an
-adapter crash, a provider outage after retries) are not scored: they are counted
-separately and kept out of the reward average, pass^k and pass@k, whose denominator
-per task is the number of *scored* trials.
+Pure functions over episode records. Errored episodes are classed by
+`tau_bench.error_classes`: agent failures (garbage from the bot) are scored 0; harness
+failures and unavailable agents are not scored: they are counted separately and kept out
+of the reward average, pass^k and pass@k, whose denominator per task is the number of
+*scored* trials. The summary also gives the scores with unavailable episodes counted as
+failures (`unavailable_as_failures`).
 """
 
 from __future__ import annotations
@@ -14,6 +16,8 @@ from collections import Counter
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any
 
+from tau_bench import error_classes
+from tau_bench.cost import totals as cost_totals
 from tau_bench.results import EpisodeRecord, is_success
 
 
@@ -167,6 +171,9 @@ def summarize(
         "episodes_missing": (planned - len(records)) if planned is not None else 0,
         "errors": len(errored),
         "error_kinds": dict(Counter((r.error or {}).get("kind", "unknown") for r in errored)),
+        "error_classes": error_classes.counts(records),
+        "scoring_convention": error_classes.EXCLUDED,
+        "unavailable_as_failures": _as_failures(records, num_trials),
         "tasks": len({r.task_id for r in records}),
         "num_trials": num_trials,
         "avg_reward": sum(rewards) / len(rewards) if rewards else None,
@@ -186,8 +193,20 @@ def summarize(
             "episode": _spread([r.duration for r in scored]),
         },
         "stop_reasons": dict(Counter(r.stop_reason for r in records)),
+        "costs": cost_totals(records),
         "by_user_model": group_metrics(records, user_model_of, num_trials),
         **_by_domain(records, num_trials),
+    }
+
+
+def _as_failures(records: Sequence[EpisodeRecord], num_trials: int) -> dict[str, Any]:
+    """The second convention: agent-unavailable episodes counted as failures (reward 0)."""
+    counted = error_classes.unavailable_as_failures(records)
+    rewards = [r.reward or 0.0 for r in counted if not r.is_error]
+    return {
+        "convention": error_classes.AS_FAILURES,
+        "avg_reward": sum(rewards) / len(rewards) if rewards else None,
+        "pass_hat_k": {str(k): v for k, v in pass_hat_ks(counted, num_trials).items()},
     }
 
 

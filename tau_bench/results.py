@@ -22,6 +22,9 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
+from tau_adapters.redaction import mask_values
+from tau_bench.error_classes import AGENT_FAILURE, HARNESS, classify
+
 LOG_FORMAT = "tau-adapters-run/1"
 SUCCESS_TOLERANCE = 1e-6
 
@@ -58,14 +61,23 @@ class EpisodeRecord:
     started_at: str = ""
     domain: str = ""
     seed: int | None = None
+    judge_usage: dict[str, Any] = field(default_factory=dict)
+    # agent / user / judge / platform / total USD, None = unknown (tau_bench.cost)
+    cost: dict[str, Any] | None = None
 
     @property
     def key(self) -> tuple[int | str, int]:
         return (self.task_id, self.trial)
 
     @property
+    def error_class(self) -> str | None:
+        """harness / agent_failure / agent_unavailable (`tau_bench.error_classes`)."""
+        return classify(self.error)
+
+    @property
     def is_error(self) -> bool:
-        return self.error is not None
+        """Errored and not scored: an agent failure has an error but is scored 0."""
+        return self.error is not None and self.error_class != AGENT_FAILURE
 
     @property
     def agent_cost(self) -> float:
@@ -101,14 +113,20 @@ def record_from_episode(
     started_at: str,
     domain: str = "",
     seed: int | None = None,
+    secrets: Iterable[str] = (),
 ) -> EpisodeRecord:
-    """The record of a `tau_bench.episode.ScoredEpisode`."""
+    """The record of a `tau_bench.episode.ScoredEpisode`; every one of `secrets` (what
+    the agent provider declares: its tokens, API keys) is masked everywhere in it, so
+    no file written from records (log, τ-bench JSON, report, MT-bench) can leak one."""
     result = scored.result
     error = result.error.to_dict() if result.error is not None else None
-    return EpisodeRecord(
+    if error is not None:
+        error["class"] = classify(error)
+    failed = error is not None and error["class"] == AGENT_FAILURE  # the bot's doing: 0
+    record = EpisodeRecord(
         task_id=scored.task_id,
         trial=scored.trial,
-        reward=None if error else scored.reward_value,
+        reward=0.0 if failed else None if error else scored.reward_value,
         reward_info=scored.reward.to_dict() if scored.reward is not None else None,
         task=task.model_dump(),
         messages=result.messages,
@@ -129,7 +147,9 @@ def record_from_episode(
         started_at=started_at,
         domain=domain,
         seed=seed,
+        judge_usage=dict(getattr(scored.reward, "judge_usage", None) or {}),
     )
+    return masked(record, secrets)
 
 
 def record_from_exception(
@@ -147,23 +167,32 @@ def record_from_exception(
     started_at: str,
     domain: str = "",
     seed: int | None = None,
+    secrets: Iterable[str] = (),
 ) -> EpisodeRecord:
-    """An episode that failed outside the loop (building the adapter or user, scoring)."""
+    """An episode that failed outside the loop (building the adapter or user, scoring);
+    `secrets` are masked as in `record_from_episode`."""
     detail = "".join(traceback.format_exception_only(type(exc), exc)).strip()
-    return EpisodeRecord(
+    error = {
+        "source": source,
+        "kind": getattr(exc, "kind", type(exc).__name__),
+        "message": str(exc) or detail,
+        "retryable": bool(getattr(exc, "retryable", False)),
+        "detail": detail,
+    }
+    # Outside the conversation (building the adapter or user, scoring): never the bot's
+    # answer, so never scored; a transport failure building a hosted agent's session
+    # is still "unavailable".
+    error["class"] = classify(error)
+    if error["class"] == AGENT_FAILURE:
+        error["class"] = HARNESS
+    record = EpisodeRecord(
         task_id=task_id,
         trial=trial,
         reward=None,
         task=task.model_dump(),
         stop_reason="error",
         duration=duration,
-        error={
-            "source": source,
-            "kind": getattr(exc, "kind", type(exc).__name__),
-            "message": str(exc) or detail,
-            "retryable": bool(getattr(exc, "retryable", False)),
-            "detail": detail,
-        },
+        error=error,
         agent_strategy=agent_strategy,
         model=model,
         user_strategy=user_strategy,
@@ -172,6 +201,16 @@ def record_from_exception(
         domain=domain,
         seed=seed,
     )
+    return masked(record, secrets)
+
+
+def masked(record: EpisodeRecord, secrets: Iterable[str]) -> EpisodeRecord:
+    """`record` with every occurrence of a secret masked in every string of it."""
+    values = [s for s in secrets if s]
+    if not values:
+        return record
+    data = {f.name: getattr(record, f.name) for f in fields(record)}
+    return EpisodeRecord(**mask_values(data, values))
 
 
 # -- the original τ-bench results format -------------------------------------------

@@ -54,6 +54,40 @@ def parse_run_task_id(value: Any) -> TaskId:
     return parsed
 
 
+# `0-4`, `retail/9-12`: a range of indices, both ends included.
+_RANGE = re.compile(r"^\s*(?:([A-Za-z0-9_.-]+(?:/[A-Za-z0-9_.-]+)*)\s*/\s*)?(\d+)\s*-\s*(\d+)\s*$")
+# A range longer than any split: refused rather than expanded (a typo, or a request
+# that would make the server list a billion ids).
+MAX_RANGE = 10_000
+
+
+def expand_task_ids(value: Any) -> list[TaskId]:
+    """Task ids a user selects, ranges expanded: `"0-4 7 9-12"` -> `[0, 1, 2, 3, 4, 7, 9, ...]`.
+
+    `value` is one id (`7`, `"retail/7"`), one range (`"0-4"`, `"retail/9-12"`, both ends
+    included), or a string of them separated by spaces or commas. Order is kept, repeats
+    are not removed (the caller decides). ValueError for anything else.
+    """
+    if not isinstance(value, str):
+        return [parse_run_task_id(value)]
+    parts = value.replace(",", " ").split()
+    if not parts:
+        raise ValueError(f"task id must be an integer or DOMAIN/ID, got {value!r}")
+    out: list[TaskId] = []
+    for part in parts:
+        match = _RANGE.match(part)
+        if match is None:
+            out.append(parse_run_task_id(part))
+            continue
+        domain, first, last = match[1], int(match[2]), int(match[3])
+        if last < first:
+            raise ValueError(f"task range {part!r} ends before it starts")
+        if last - first >= MAX_RANGE:
+            raise ValueError(f"task range {part!r} is longer than {MAX_RANGE} tasks")
+        out.extend(f"{domain}/{i}" if domain else i for i in range(first, last + 1))
+    return out
+
+
 def task_domain(task_id: TaskId) -> str | None:
     """`"retail"` for `"retail/12"`; None for a plain index."""
     if isinstance(task_id, str):

@@ -38,7 +38,10 @@ from adapters.dialogflow.retry import (
 from adapters.dialogflow.structs import message_to_dict, struct_to_python
 from tau_adapters.protocol import (
     AdapterError,
+    AdapterLimitError,
     AdapterProtocolError,
+    AdapterTimeoutError,
+    AdapterUnavailableError,
     AgentInput,
     AgentTurn,
     SessionContext,
@@ -48,9 +51,35 @@ from tau_adapters.protocol import (
 )
 from tau_adapters.registry import AgentProvider
 
+SESSION_MARKER = "tau_session"
 NOT_EXECUTED = "Error: tool call not executed (the evaluation harness limits tool calls per turn)"
 LIST_PAGE_SIZE = 100
 TEXT_HINT_LENGTH = 256  # Dialogflow's documented text-input limit (ES; CX likely similar)
+
+
+def split_sentences(text: str, limit: int) -> list[str]:
+    """`text` as consecutive pieces of at most `limit` characters, cut after sentence
+    ends (`.`, `!`, `?` then a space) where possible, else at a space, else hard."""
+    pieces: list[str] = []
+    rest = text.strip()
+    while len(rest) > limit:
+        window = rest[: limit + 1]
+        cut = max(window.rfind(end, 0, limit) for end in (". ", "! ", "? "))
+        cut = cut + 1 if cut > 0 else window.rfind(" ", 0, limit + 1)
+        if cut <= 0:
+            cut = limit
+        pieces.append(rest[:cut].strip())
+        rest = rest[cut:].strip()
+    if rest:
+        pieces.append(rest)
+    return pieces
+
+
+def session_was_reset(response: Any) -> bool:
+    """Whether a later response's session parameters lack the first request's marker
+    (only when the agent reports parameters at all)."""
+    params = type(response.query_result).pb(response.query_result).parameters
+    return bool(params.fields) and SESSION_MARKER not in params.fields
 
 
 def is_error_observation(text: str) -> bool:
@@ -86,6 +115,7 @@ class DialogflowProvider:
 
     def __init__(self, config: DialogflowConfig, *, sleep: Sleep = asyncio.sleep) -> None:
         self.config = config
+        self.display_name = config.agent_id  # optional provider attribute: names the agent
         self.policy = RetryPolicy(
             max_attempts=config.max_attempts,
             initial=config.retry_initial,
@@ -97,6 +127,7 @@ class DialogflowProvider:
         self._loop: asyncio.AbstractEventLoop | None = None
         self._clients: Clients | None = None
         self._tool_names: dict[str, str] | None = None
+        self._tool_names_error: AdapterError | None = None
         self._lock: asyncio.Lock | None = None
         self._bucket: TokenBucket | None = None
 
@@ -124,21 +155,48 @@ class DialogflowProvider:
                 self._clients = await make_clients(self.config)
             return self._clients
 
+    @property
+    def full_trace(self) -> bool:
+        return self.config.trace == "full"
+
     async def throttle(self) -> None:
         """Wait for the shared rate limit (if any) before one request."""
         self._bind_loop()
         if self._bucket is not None:
             await self._bucket.acquire()
 
+    async def preflight(self) -> None:
+        """Before the first episode: make the clients (credentials) and list the agent's
+        tools once, bounded by `call_deadline`. The answer (or the failure) is kept and
+        shared by every episode: a run whose credentials or endpoint are wrong fails in
+        one call's time, not once per episode."""
+        await self.tool_names()
+
     async def tool_names(self) -> dict[str, str]:
-        """Tool resource name -> function name (function tools, all pages), once per run."""
+        """Tool resource name -> function name (function tools, all pages), once per run;
+        a failure is kept too, so later episodes fail at once with the same error."""
         if self._tool_names is not None:
             return self._tool_names
+        if self._tool_names_error is not None:
+            raise self._tool_names_error
         clients = await self.clients()
         lock = self._bind_loop()
         async with lock:
+            if self._tool_names_error is not None:
+                raise self._tool_names_error
             if self._tool_names is None:
-                self._tool_names = await self._list_tools(clients)
+                try:
+                    async with asyncio.timeout(self.config.call_deadline):
+                        self._tool_names = await self._list_tools(clients)
+                except TimeoutError:
+                    self._tool_names_error = AdapterTimeoutError(
+                        f"dialogflow ListTools: no answer within {self.config.call_deadline:g} s "
+                        "(call_deadline); check the network, the endpoint and the credentials"
+                    )
+                    raise self._tool_names_error from None
+                except AdapterError as exc:
+                    self._tool_names_error = exc
+                    raise
             return self._tool_names
 
     async def _list_tools(self, clients: Clients) -> dict[str, str]:
@@ -200,6 +258,7 @@ class _Accumulator:
     match_types: list[str] = field(default_factory=list)
     conversation_success: bool = False
     skipped_calls: int = 0
+    text_parts: int = 0
 
     @property
     def ended(self) -> bool:
@@ -224,6 +283,8 @@ class _Accumulator:
             extra["conversation_success"] = True
         if self.skipped_calls:
             extra["calls_not_executed"] = self.skipped_calls
+        if self.text_parts:
+            extra["text_split_into"] = self.text_parts
         self.turn.extra = extra
         return self.turn
 
@@ -242,6 +303,7 @@ class DialogflowAdapter:
         self._first = True
         self._state = "new"
         self._seq = 0
+        self._text_parts = 0
 
     @property
     def session_path(self) -> str:
@@ -267,8 +329,14 @@ class DialogflowAdapter:
         lang = self.config.language_code
         if isinstance(turn, UserTurn):
             self._pending = {}
-            query = cx.QueryInput(text=cx.TextInput(text=turn.text), language_code=lang)
-            await self._exchange(query, acc)
+            parts = self._text_inputs(turn.text)
+            for part in parts:
+                query = cx.QueryInput(text=cx.TextInput(text=part), language_code=lang)
+                await self._exchange(query, acc)
+                if acc.ended:
+                    break
+            if len(parts) > 1:
+                acc.text_parts = len(parts)
         elif isinstance(turn, ToolResults):
             pending, self._pending = self._pending, {}
             for result in turn.results:
@@ -296,13 +364,34 @@ class DialogflowAdapter:
             raise AdapterProtocolError(f"dialogflow: cannot send {type(turn).__name__}")
         return acc.finish(self._session_path)
 
+    def _text_inputs(self, text: str) -> list[str]:
+        """The text input(s) for one user message, by the `long_text` policy: a message
+        over `text_limit` fails the episode (`AdapterLimitError`, kind
+        `agent_platform_limit`) or is split at sentence boundaries."""
+        limit = self.config.text_limit
+        if not limit or len(text) <= limit:
+            return [text]
+        if self.config.long_text == "split":
+            return split_sentences(text, limit)
+        raise AdapterLimitError(
+            f"dialogflow: the user message has {len(text)} characters; the agent takes at "
+            f"most {limit} (text_limit) and long_text is 'fail' (use --long-text split to "
+            "send it as consecutive messages split at sentence boundaries)"
+        )
+
     def _request(self, query: Any) -> Any:
         from google.cloud import dialogflowcx_v3beta1 as cx
         from google.protobuf import duration_pb2
 
         params = cx.QueryParameters()
-        if self._first and self._params:
-            params.parameters = self._params
+        # Sent on every request (the API takes them on any): a session the service
+        # recreated still knows its task. The marker goes only on the first, so a reset
+        # session shows by lacking it.
+        if self._params or self._first:
+            values = dict(self._params)
+            if self._first:
+                values[SESSION_MARKER] = True
+            params.parameters = values
         if self.config.session_ttl:
             params.session_ttl = duration_pb2.Duration(seconds=self.config.session_ttl)
         request = cx.DetectIntentRequest(
@@ -326,16 +415,28 @@ class DialogflowAdapter:
             )
 
         started = time.perf_counter()
+        deadline = self.config.call_deadline
         try:
-            response = await call_with_retries(
-                call,
-                self.provider.policy,
-                what="DetectIntent",
-                log=log,
-                sleep=self.provider.sleep,
-                before_attempt=self.provider.throttle,
-            )
+            async with asyncio.timeout(deadline):
+                response = await call_with_retries(
+                    call,
+                    self.provider.policy,
+                    what="DetectIntent",
+                    log=log,
+                    sleep=self.provider.sleep,
+                    before_attempt=self.provider.throttle,
+                )
+        except TimeoutError:
+            raise AdapterTimeoutError(
+                f"dialogflow DetectIntent: no answer within {deadline:g} s (call_deadline) "
+                f"after {log.attempts} attempts"
+            ) from None
         except AdapterError as exc:
+            if not self._first and "NOT_FOUND" in str(exc):
+                raise AdapterUnavailableError(
+                    f"dialogflow: the session expired or was deleted mid-episode ({exc}); "
+                    "the agent lost the conversation"
+                ) from None
             note = ""
             if log.retries:
                 note = f" (after {log.attempts} attempts)"
@@ -348,19 +449,27 @@ class DialogflowAdapter:
                 exc.args = (f"{exc.args[0]}{note}",)
             raise
         latency = time.perf_counter() - started
-        self._first = False
-        parsed = parse_response(response)
+        first, self._first = self._first, False
+        full = self.provider.full_trace
+        parsed = parse_response(response, full=full)
+        if not first and session_was_reset(response):
+            raise AdapterUnavailableError(
+                "dialogflow: the session was reset mid-episode (its parameters lost the "
+                f"{SESSION_MARKER!r} marker set on the first request: expired or "
+                "restarted); the agent lost the conversation"
+            )
         acc.latencies.append(latency)
         acc.retries.extend(log.retries)
-        acc.turn.raw.append(
-            {
-                "request": message_to_dict(request),
-                "response": message_to_dict(response),
-                "latency": latency,
-                "attempts": log.attempts,
-                **({"retries": log.retries} if log.retries else {}),
-            }
-        )
+        entry: dict[str, Any] = {"latency": latency, "attempts": log.attempts}
+        if full:
+            entry["request"] = message_to_dict(request)
+            entry["response"] = message_to_dict(response)
+        else:
+            entry["input"] = "text" if "text" in query else "tool_call_result"
+            entry["response_id"] = response.response_id
+        if log.retries:
+            entry["retries"] = log.retries
+        acc.turn.raw.append(entry)
         self._absorb(parsed, acc)
 
     def _absorb(self, parsed: ParsedResponse, acc: _Accumulator) -> None:

@@ -10,7 +10,9 @@ loop that is running when they are created, so call these from inside that loop.
 from __future__ import annotations
 
 import asyncio
+import json
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 from adapters.dialogflow.config import DialogflowConfig
@@ -51,23 +53,59 @@ def _classes(service: str) -> tuple[Any, Any]:
     raise ValueError(f"unknown service {service!r}")
 
 
+CREDENTIAL_TYPES = (
+    "service_account",
+    "authorized_user",
+    "external_account",
+    "external_account_authorized_user",
+    "impersonated_service_account",
+)
+
+
 def load_credentials(config: DialogflowConfig) -> Any:
-    """Service-account credentials from the configured file, or None (then ADC)."""
+    """Credentials from the configured file, or None (then ADC, which reads the same
+    kinds of file from GOOGLE_APPLICATION_CREDENTIALS or gcloud's ADC path, or asks the
+    metadata server). Every file type google.auth knows is accepted: a service-account
+    key, ADC user credentials (`gcloud auth application-default login`), an external
+    account (workload identity federation), impersonation. Loading makes no call."""
     if not config.credentials_file:
         return None
-    from google.oauth2 import service_account
+    import google.auth
+    from google.auth import exceptions as auth_exceptions
 
     try:
-        return service_account.Credentials.from_service_account_file(
-            config.credentials_file, scopes=list(SCOPES)
-        )
-    except (ValueError, KeyError, OSError) as exc:
+        info = json.loads(Path(config.credentials_file).read_text(encoding="utf-8"))
+        if isinstance(info, dict) and info.get("type") == "external_account":
+            credentials = _external_account(info)
+            if config.quota_project_id:
+                credentials = credentials.with_quota_project(config.quota_project_id)
+        else:
+            credentials, _ = google.auth.load_credentials_from_file(
+                config.credentials_file,
+                scopes=list(SCOPES),
+                quota_project_id=config.quota_project_id,
+            )
+    except (auth_exceptions.GoogleAuthError, ValueError, KeyError, OSError) as exc:
         # The library's messages name missing fields, never key material; still, keep
         # only the exception type so nothing from the file can leak into logs.
         raise AdapterConfigError(
-            f"dialogflow: {config.credentials_file} is not a usable service-account key "
-            f"file ({type(exc).__name__})"
+            f"dialogflow: {config.credentials_file} is not a usable Google credentials file "
+            f"(expected one of: {', '.join(CREDENTIAL_TYPES)}; {type(exc).__name__})"
         ) from None
+    return credentials
+
+
+def _external_account(info: dict[str, Any]) -> Any:
+    """Workload identity federation credentials, built without the project-id lookup
+    google.auth's loader makes (a token exchange: a network call at load time)."""
+    from google.auth import aws, identity_pool, pluggable
+
+    source = info.get("credential_source") or {}
+    if str(source.get("environment_id", "")).startswith("aws"):
+        return aws.Credentials.from_info(info, scopes=list(SCOPES))
+    if "executable" in source:
+        return pluggable.Credentials.from_info(info, scopes=list(SCOPES))
+    return identity_pool.Credentials.from_info(info, scopes=list(SCOPES))
 
 
 def _default_credentials(config: DialogflowConfig) -> Any:

@@ -45,7 +45,8 @@ class DialogflowConfig:
     session_params: tuple[tuple[str, str], ...] = ()
     session_ttl: int | None = None
     timeout: float = 60.0
-    max_attempts: int = 6
+    call_deadline: float = 300.0
+    max_attempts: int = 10
     retry_initial: float = 1.0
     retry_max: float = 32.0
     ambiguous_retries: int = 1
@@ -54,6 +55,9 @@ class DialogflowConfig:
     quota_project_id: str | None = None
     task_params: bool = False
     default_split: str = "test"
+    text_limit: int = 256
+    long_text: str = "fail"
+    trace: str = "compact"
     extra: dict[str, Any] = field(default_factory=dict)
 
     @property
@@ -232,7 +236,7 @@ def load_config(options: Mapping[str, Any]) -> DialogflowConfig:
 
     creds = _text(opts, "gcp_sa_file") or _text(opts, "credentials")
     if creds and not Path(creds).expanduser().is_file():
-        raise AdapterConfigError(f"dialogflow: service-account file not found: {creds}")
+        raise AdapterConfigError(f"dialogflow: credentials file not found: {creds}")
 
     emulator = _text(opts, "emulator") or _text(os.environ, EMULATOR_ENV)
     endpoint = _text(opts, "api_endpoint") or endpoint_for(location)
@@ -252,6 +256,12 @@ def load_config(options: Mapping[str, Any]) -> DialogflowConfig:
             f"dialogflow: response_view must be one of {', '.join(_VIEWS)}, got {view!r}"
         )
     rate = _number(opts, "rate_limit", 0.0)
+    long_text = str(opts.get("long_text") or "fail").lower()
+    if long_text not in ("fail", "split"):
+        raise AdapterConfigError(f"dialogflow: long_text must be fail or split, got {long_text!r}")
+    trace = str(opts.get("trace") or "compact").lower()
+    if trace not in ("compact", "full"):
+        raise AdapterConfigError(f"dialogflow: trace must be compact or full, got {trace!r}")
     task_params = opts.get("task_params")
     return DialogflowConfig(
         project_id=project,
@@ -267,7 +277,8 @@ def load_config(options: Mapping[str, Any]) -> DialogflowConfig:
         ),
         session_ttl=ttl,
         timeout=_number(opts, "timeout", 60.0, minimum=0.001),
-        max_attempts=max(1, int(_number(opts, "max_attempts", 6, minimum=1))),
+        call_deadline=_number(opts, "call_deadline", 300.0, minimum=0.001),
+        max_attempts=max(1, int(_number(opts, "max_attempts", 10, minimum=1))),
         retry_initial=_number(opts, "retry_initial", 1.0),
         retry_max=_number(opts, "retry_max", 32.0),
         ambiguous_retries=int(_number(opts, "ambiguous_retries", 1)),
@@ -276,6 +287,11 @@ def load_config(options: Mapping[str, Any]) -> DialogflowConfig:
         quota_project_id=_text(opts, "quota_project_id"),
         task_params=bool(emulator) if task_params in (None, "") else _bool(task_params),
         default_split=_text(opts, "task_split") or "test",
+        # The service takes 256 characters; the emulator any length (pass text_limit to
+        # rehearse the real limit against it).
+        text_limit=int(_number(opts, "text_limit", 0 if emulator else 256, minimum=0)),
+        long_text=long_text,
+        trace=trace,
     )
 
 

@@ -22,7 +22,9 @@ class DialogflowOptions(BaseModel):
     environment: str | None = Field(None, description="An agent environment (default: draft).")
     language_code: str | None = Field(None, description="Language of the session (default en).")
     gcp_sa_file: str | None = Field(
-        None, description="Service-account key file (default: Application Default Credentials)."
+        None,
+        description="Google credentials file: service-account key, ADC user credentials or "
+        "external account (default: Application Default Credentials).",
     )
     api_endpoint: str | None = Field(None, description="API endpoint (default: by location).")
     session_params: list[str] = Field(
@@ -35,7 +37,10 @@ class DialogflowOptions(BaseModel):
         None, description="host:port of a local emulator (insecure channel)."
     )
     timeout: float | None = Field(None, description="Seconds per request (default 60).")
-    max_attempts: int | None = Field(None, description="Attempts per request (default 6).")
+    call_deadline: float | None = Field(
+        None, description="Seconds for one call with all its retries and waits (default 300)."
+    )
+    max_attempts: int | None = Field(None, description="Attempts per request (default 10).")
     retry_initial: float | None = Field(None, description="First retry delay, seconds.")
     retry_max: float | None = Field(None, description="Longest retry delay, seconds.")
     ambiguous_retries: int | None = Field(
@@ -46,4 +51,19 @@ class DialogflowOptions(BaseModel):
     quota_project_id: str | None = Field(None, description="Project billed for quota.")
     task_params: bool | None = Field(
         None, description="Send env/task_id/trial as session parameters (on with --emulator)."
+    )
+    text_limit: int | None = Field(
+        None,
+        description="Longest text input the agent takes, characters (default 256; "
+        "no limit with --emulator).",
+    )
+    long_text: str | None = Field(
+        None,
+        description="A longer user message: fail (the episode, as a platform limit; "
+        "default) or split (at sentence boundaries, into consecutive messages).",
+    )
+    trace: str | None = Field(
+        None,
+        description="compact (default: texts, tool calls, timings) or full (every "
+        "request and response, generative info).",
     )

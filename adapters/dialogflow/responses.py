@@ -42,8 +42,9 @@ def message_kind(message: Any) -> str | None:
     return kind
 
 
-def parse_response(response: Any) -> ParsedResponse:
-    """Sort a (proto-plus) DetectIntentResponse's messages by what the loop must do."""
+def parse_response(response: Any, *, full: bool = True) -> ParsedResponse:
+    """Sort a (proto-plus) DetectIntentResponse's messages by what the loop must do;
+    `full=False` (the compact trace) skips converting `generative_info` to a dict."""
     parsed = ParsedResponse()
     result = response.query_result
     for message in result.response_messages:
@@ -71,7 +72,7 @@ def parse_response(response: Any) -> ParsedResponse:
         else:
             parsed.other.append({"kind": kind or "empty", "message": message_to_dict(message)})
     pb_result = type(result).pb(result)
-    if pb_result.HasField("generative_info"):
+    if full and pb_result.HasField("generative_info"):
         parsed.generative_info = message_to_dict(result.generative_info)
     if pb_result.HasField("match"):
         parsed.match_type = result.match.match_type.name

@@ -5,7 +5,8 @@ duplicate a user turn or a tool result. So:
 
 * UNAVAILABLE and RESOURCE_EXHAUSTED (the request was refused, not run) are retried with
   exponential backoff and jitter, waiting what the server's `google.rpc.RetryInfo` asks
-  for when it says;
+  for when it says (plus jitter, so concurrent episodes do not retry in lockstep); the
+  default 10 attempts wait at least ~127 s in all, outlasting a per-minute quota window;
 * DEADLINE_EXCEEDED and INTERNAL/UNKNOWN (may have run) are retried at most
   `ambiguous_retries` times (default once), and every such retry is recorded;
 * UNAUTHENTICATED / PERMISSION_DENIED become `AdapterAuthError`; everything else
@@ -42,7 +43,7 @@ AUTH = frozenset({grpc.StatusCode.UNAUTHENTICATED, grpc.StatusCode.PERMISSION_DE
 
 @dataclass
 class RetryPolicy:
-    max_attempts: int = 6
+    max_attempts: int = 10
     initial: float = 1.0
     maximum: float = 32.0
     multiplier: float = 2.0
@@ -54,6 +55,20 @@ class RetryPolicy:
         """Delay before retry number `retry` (1-based) when the server gave none."""
         base = min(self.maximum, self.initial * self.multiplier ** (retry - 1))
         return base * (1 + self.jitter * (2 * rng.random() - 1))
+
+    def server_backoff(self, server: float, rng: random.Random) -> float:
+        """The server's RetryInfo delay (capped), plus up to `jitter` more: never earlier
+        than asked, and concurrent episodes told the same delay do not retry in lockstep."""
+        return min(server, self.max_server_delay) * (1 + self.jitter * rng.random())
+
+    def budget(self) -> float:
+        """Least total wait before a refused request is given up (the backoff's lower
+        bound summed over every retry): with the defaults about 127 s, more than a
+        per-minute quota window."""
+        return sum(
+            min(self.maximum, self.initial * self.multiplier ** (r - 1)) * (1 - self.jitter)
+            for r in range(1, self.max_attempts)
+        )
 
 
 @dataclass
@@ -135,7 +150,7 @@ async def call_with_retries(
                 refused += 1
                 server = retry_delay(exc)
                 delay = (
-                    min(server, policy.max_server_delay)
+                    policy.server_backoff(server, rng)
                     if server is not None
                     else policy.backoff(refused, rng)
                 )

@@ -11,7 +11,9 @@ config's templates, and maps replies to `AgentTurn`s.
 from __future__ import annotations
 
 import asyncio
+import hashlib
 import json
+import uuid
 from collections.abc import Mapping
 from typing import Any
 
@@ -23,9 +25,12 @@ from adapters.http.mapping import MappedReply, MappingError, map_reply
 from adapters.http.options import HttpOptions
 from adapters.http.templates import render_string
 from adapters.http.transport import Exchange, HttpTransport, Sleep, quote_payload
+from tau_adapters.jsonsafe import printable
 from tau_adapters.protocol import (
     AdapterConfigError,
+    AdapterError,
     AdapterProtocolError,
+    AdapterTimeoutError,
     AgentInput,
     AgentTurn,
     SessionContext,
@@ -55,6 +60,13 @@ class HttpProvider:
         self.redactor = Redactor(loaded.secrets, max_chars=loaded.config.raw_max_chars)
         self._sleep = sleep
         self._clients: dict[asyncio.AbstractEventLoop, httpx.AsyncClient] = {}
+        # Optional provider attributes (tau_adapters.registry): the config's `name:` names
+        # the agent; the digest is of the config with secret values redacted.
+        self.display_name: str | None = self.config.name
+        redacted = self.redactor.value(self.config.model_dump(mode="json"))
+        self.config_digest = hashlib.sha256(
+            json.dumps(redacted, sort_keys=True, default=str).encode("utf-8")
+        ).hexdigest()
         st = self.config.server_tools
         self.tool_server: ToolServerRequest | None = (
             ToolServerRequest(host=st.host, port=st.port, public_url=st.public_url, ttl=st.ttl)
@@ -64,6 +76,51 @@ class HttpProvider:
 
     def new_adapter(self) -> HttpAdapter:
         return HttpAdapter(self)
+
+    @property
+    def secrets(self) -> list[str]:
+        """Every value to mask wherever it reappears (config secrets, tool tokens handed
+        out so far): the runner masks them in the whole episode record, so a bot that
+        echoes its token or an API key leaks it into no output."""
+        return self.redactor.secrets
+
+    async def preflight(self) -> None:
+        """One cheap real call before the first episode, so a wrong URL or credential
+        fails the run in seconds: the config's `health` request if it has one, else one
+        `session.start` (and `session.end`), else a TCP connection to `base_url`'s host.
+        Raises the adapter error the episodes would have met (AdapterAuthError on
+        401/403, AdapterTimeoutError past the deadlines...)."""
+        adapter = HttpAdapter(self)
+        session = SessionContext(
+            session_id=f"tau-preflight-{uuid.uuid4().hex[:12]}", domain="", tools=[]
+        )
+        if self.config.health is not None:
+            adapter.prepare(session, tool_endpoint=False)
+            await adapter._call(self.config.health)
+        elif self.config.session.start is not None:
+            await adapter.open(session, tool_endpoint=False)
+            await adapter.close()
+        else:
+            await self._connect()
+
+    async def _connect(self) -> None:
+        url = httpx.URL(self.config.base_url)
+        port = url.port or (443 if url.scheme == "https" else 80)
+        timeout = self.config.timeouts.connect
+        try:
+            async with asyncio.timeout(timeout):
+                _, writer = await asyncio.open_connection(url.host, port)
+        except TimeoutError:
+            raise AdapterTimeoutError(
+                f"HTTP bot at {url.host}:{port} did not accept a connection within {timeout:g} s"
+            ) from None
+        except OSError as exc:
+            raise AdapterError(
+                f"cannot reach the HTTP bot at {url.host}:{port}: {exc.strerror or exc}",
+                retryable=True,
+            ) from None
+        writer.close()
+        await writer.wait_closed()
 
     def transport(self) -> HttpTransport:
         loop = asyncio.get_running_loop()
@@ -118,6 +175,20 @@ class HttpAdapter:
     # -- lifecycle ------------------------------------------------------------------
 
     async def start(self, session: SessionContext) -> None:
+        await self.open(session)
+
+    async def open(self, session: SessionContext, *, tool_endpoint: bool = True) -> None:
+        """`start`; with `tool_endpoint=False` the tool variables stay null (pre-flight and
+        `tau http check --probe` have no tool session)."""
+        cfg = self.config
+        self.prepare(session, tool_endpoint=tool_endpoint)
+        if cfg.session.start is not None:
+            await self._start_bot_session(cfg)
+        self._started = True
+
+    def prepare(self, session: SessionContext, *, tool_endpoint: bool = True) -> None:
+        """The conversation's variables, before any call (`tool_endpoint=False`: leave
+        the tool variables null, as pre-flight has no tool session)."""
         cfg = self.config
         self._transport = self.provider.transport()
         self._history = []
@@ -141,13 +212,10 @@ class HttpAdapter:
         for name in ("tool_server_url", "tool_session_id", "tool_session_url", "tool_token"):
             self._vars[name] = None
         self._vars["tool_mcp_url"] = self._vars["tool_openapi_url"] = None
-        if cfg.server_tools.enabled:
+        if cfg.server_tools.enabled and tool_endpoint:
             self._use_tool_endpoint(session)
         self._vars["bot_session_id"] = render_string(cfg.session.id, self._vars)
         self._set_turn_vars()
-        if cfg.session.start is not None:
-            await self._start_bot_session(cfg)
-        self._started = True
 
     async def _start_bot_session(self, cfg: BotConfig) -> None:
         assert cfg.session.start is not None
@@ -212,7 +280,7 @@ class HttpAdapter:
         all_exchanges = [*self._pending, *exchanges]
         self._pending = []
         agent_turn = AgentTurn(
-            messages=reply.messages,
+            messages=[printable(m) for m in reply.messages],
             tool_calls=reply.tool_calls,
             end_conversation=reply.end,
             handoff=reply.handoff,

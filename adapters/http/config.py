@@ -1,16 +1,19 @@
 """The HTTP bot configuration: how to talk to a chatbot, validated with precise messages.
 
-A config is a YAML or JSON file (or a mapping). Loading it: read -> merge over its
-`preset` (a key set to null removes the preset's key) -> substitute `${ENV}` references ->
+A config is a YAML or JSON file (or a mapping). Loading it: read -> merge over the file
+it `extends` (a path relative to it, recursively) -> merge over its `preset` (a key set
+to null removes the inherited key) -> substitute `${ENV}` references ->
 validate with pydantic (unknown keys are errors) -> check every template variable and
 JMESPath expression. Every error names the file and the offending key.
 """
 
 from __future__ import annotations
 
+import difflib
 import json
 import os
 import re
+import typing
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -23,7 +26,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 
 from adapters.http.envsubst import EnvSubstError, Substituted, substitute
 from adapters.http.presets import UnknownPresetError, load_preset
-from adapters.http.templates import placeholders
+from adapters.http.templates import TemplateError, placeholders
 
 # Variables a template may use (see docs/http-adapter.md for their meaning).
 VARIABLES = frozenset(
@@ -64,16 +67,22 @@ class _Model(BaseModel):
 
 
 class Timeouts(_Model):
+    """httpx's per-operation timeouts, plus two total deadlines: `total` bounds one attempt
+    from sending to the last byte (a bot that drips bytes or streams keep-alives never
+    trips a per-read timeout), `call` bounds a call with all its retries and waits."""
+
     connect: float = Field(default=10.0, gt=0)
     read: float = Field(default=60.0, gt=0)
     write: float = Field(default=30.0, gt=0)
     pool: float = Field(default=10.0, gt=0)
+    total: float = Field(default=120.0, gt=0)
+    call: float = Field(default=600.0, gt=0)
 
 
 class RetryConfig(_Model):
     """429/503 (by default) are retried honouring Retry-After; so are connection errors."""
 
-    max_attempts: int = Field(default=5, ge=1, le=50)
+    max_attempts: int = Field(default=10, ge=1, le=50)
     statuses: list[int] = Field(default_factory=lambda: [429, 503])
     backoff_initial: float = Field(default=0.5, ge=0)
     backoff_max: float = Field(default=30.0, ge=0)
@@ -148,10 +157,14 @@ class ToolCallMapping(_Model):
 
 class SSEConfig(_Model):
     """Events become a JSON array (of their parsed `data`, or of {event, data, id} when
-    `wrap`), which the response mapping then reads."""
+    `wrap`), which the response mapping then reads. With `group_by` (e.g. `message_id`),
+    events whose data share that key's value become one: their `text` fields (`delta`)
+    are concatenated into the first, so each streamed message is one item."""
 
     done: str | None = "[DONE]"
     wrap: bool = False
+    group_by: str | None = None
+    text: str = "delta"
 
 
 class UsageMapping(_Model):
@@ -195,6 +208,7 @@ class BotConfig(_Model):
     timeout: float | Timeouts = Field(default_factory=Timeouts)
     retry: RetryConfig = Field(default_factory=RetryConfig)
     session: SessionConfig = Field(default_factory=SessionConfig)
+    health: RequestSpec | None = None
     message: RequestSpec
     tool_results: ToolResultsConfig = Field(default_factory=ToolResultsConfig)
     response: ResponseMapping
@@ -202,6 +216,7 @@ class BotConfig(_Model):
     secret_env: list[str] = Field(default_factory=list)
     public_env: list[str] = Field(default_factory=list)
     raw_max_chars: int = Field(default=20000, ge=100)
+    max_response_bytes: int = Field(default=4 * 1024 * 1024, ge=1024)
 
     @field_validator("base_url")
     @classmethod
@@ -215,7 +230,7 @@ class BotConfig(_Model):
         if isinstance(self.timeout, Timeouts):
             return self.timeout
         t = float(self.timeout)
-        return Timeouts(connect=min(t, 10.0), read=t, write=t, pool=t)
+        return Timeouts(connect=min(t, 10.0), read=t, write=t, pool=t, total=t)
 
     def tool_results_request(self) -> RequestSpec:
         return self.tool_results.request(self.message)
@@ -261,6 +276,34 @@ def _read(path: Path) -> Any:
         raise ConfigError(f"{path}: not valid YAML{where}") from None
 
 
+_MAX_EXTENDS = 10
+
+
+def _read_extended(path: Path, chain: list[Path]) -> dict[str, Any]:
+    """A config file with the file it `extends` (relative to it) merged underneath."""
+    raw = _read(path)
+    if raw is None:
+        raw = {}
+    if not isinstance(raw, Mapping):
+        raise ConfigError(f"{path}: expected a mapping of keys at the top level")
+    return _extended(dict(raw), str(path), path.parent, [*chain, path.resolve()])
+
+
+def _extended(raw: dict[str, Any], name: str, base: Path, chain: list[Path]) -> dict[str, Any]:
+    parent = raw.pop("extends", None)
+    if parent is None:
+        return raw
+    if not isinstance(parent, str) or not parent.strip():
+        raise ConfigError(f"{name}: extends: expected the path of another config file")
+    target = (base / os.path.expanduser(parent)).resolve()
+    if target in chain:
+        raise ConfigError(f"{name}: extends: {parent} extends itself (a cycle)")
+    if len(chain) >= _MAX_EXTENDS:
+        raise ConfigError(f"{name}: extends: more than {_MAX_EXTENDS} levels")
+    merged: dict[str, Any] = _merge(_read_extended(target, chain), raw)
+    return merged
+
+
 def _loc(loc: tuple[Any, ...]) -> str:
     parts: list[str] = []
     for item in loc:
@@ -279,7 +322,10 @@ def _format_validation(source: str, exc: ValidationError) -> str:
         where = _loc(tuple(err["loc"]))
         msg = err["msg"]
         if err["type"] == "extra_forbidden":
-            msg = "unknown key"
+            loc = tuple(err["loc"])
+            model = _model_at(tuple(x for x in loc[:-1] if x not in ("Timeouts",)))
+            known = model.model_fields if model is not None else {}
+            msg = "unknown key" + _did_you_mean(str(loc[-1]), known)
         elif err["type"] == "missing":
             msg = "required key is missing"
         msg = msg.removeprefix("Value error, ")
@@ -300,13 +346,19 @@ def _check_templates(source: str, cfg: BotConfig) -> None:
         templates["session.start"] = cfg.session.start.model_dump()
     if cfg.session.end is not None:
         templates["session.end"] = cfg.session.end.model_dump()
+    if cfg.health is not None:
+        templates["health"] = cfg.health.model_dump()
     for prefix, template in templates.items():
-        for where, name in placeholders(template):
+        try:
+            found = list(placeholders(template))
+        except TemplateError as exc:
+            raise ConfigError(f"{source}: {prefix}: {exc}") from None
+        for where, name in found:
             if name not in VARIABLES:
                 key = f"{prefix}.{where}" if where else prefix
                 raise ConfigError(
-                    f"{source}: {key}: unknown template variable {name!r} "
-                    f"(known: {', '.join(sorted(VARIABLES))})"
+                    f"{source}: {key}: unknown template variable {name!r}"
+                    f"{_did_you_mean(name, VARIABLES)} (known: {', '.join(sorted(VARIABLES))})"
                 )
     tool_vars = {
         n for n in VARIABLES if n.startswith("tool_") and n not in ("tool_results", "tool_result")
@@ -342,8 +394,50 @@ def _check_jmespath(source: str, cfg: BotConfig) -> None:
         try:
             jmespath.compile(expr)
         except JMESPathError as exc:
-            first = str(exc).splitlines()[0]
-            raise ConfigError(f"{source}: {key}: invalid JMESPath {expr!r}: {first}") from None
+            raise ConfigError(f"{source}: {key}: {jmespath_message(expr, exc)}") from None
+
+
+def jmespath_message(expr: str, exc: JMESPathError) -> str:
+    """The whole of a JMESPath error on one line: what is wrong and where."""
+    what = getattr(exc, "msg", "") or str(exc).splitlines()[0]
+    token = getattr(exc, "token_value", None)
+    if token is not None and str(token) not in what:
+        what += f" {token!r}"
+    if isinstance(exc, jmespath.exceptions.IncompleteExpressionError):
+        what = "incomplete expression (an unclosed bracket, quote or filter?)"
+    pos = getattr(exc, "lex_position", None)
+    where = ""
+    if isinstance(pos, int) and 0 <= pos <= len(expr):
+        where = f" at column {pos + 1}: {expr[:pos]}<HERE>{expr[pos:]}"
+    return f"invalid JMESPath {expr!r}: {what}{where}"
+
+
+def _did_you_mean(name: str, known: Any) -> str:
+    close = difflib.get_close_matches(name, sorted(known), n=1, cutoff=0.6)
+    return f" (did you mean {close[0]!r}?)" if close else ""
+
+
+def _model_at(loc: tuple[Any, ...]) -> type[BaseModel] | None:
+    """The pydantic model whose fields live at `loc` (for suggesting a key)."""
+    model: Any = BotConfig
+    for item in loc:
+        if isinstance(item, int) or model is None:
+            continue
+        field_info = model.model_fields.get(item)
+        if field_info is None:
+            return None
+        model = _model_of(field_info.annotation)
+    return model if isinstance(model, type) and issubclass(model, BaseModel) else None
+
+
+def _model_of(annotation: Any) -> Any:
+    if isinstance(annotation, type) and issubclass(annotation, BaseModel):
+        return annotation
+    for arg in typing.get_args(annotation):
+        found = _model_of(arg)
+        if found is not None:
+            return found
+    return None
 
 
 def _secrets(seen: Substituted, cfg: BotConfig) -> list[str]:
@@ -384,16 +478,12 @@ def load_config(
     """Read, merge over the preset, substitute the environment, validate."""
     env = os.environ if environ is None else environ
     if isinstance(source, Mapping):
-        raw: Any = dict(source)
+        raw: Any = _extended(dict(source), "http config", Path.cwd(), [])
         name = "http config"
     else:
         path = Path(source)
-        raw = _read(path)
         name = str(path)
-    if raw is None:
-        raw = {}
-    if not isinstance(raw, Mapping):
-        raise ConfigError(f"{name}: expected a mapping of keys at the top level")
+        raw = _read_extended(path, [])
     preset = raw.get("preset")
     if preset is not None:
         if not isinstance(preset, str):

@@ -7,13 +7,13 @@ adapter turns it into an `AdapterProtocolError` that quotes the payload.
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass, field
 from typing import Any
 
 import jmespath
 
 from adapters.http.config import ResponseMapping
+from tau_adapters import jsonsafe
 from tau_adapters.protocol import ToolCall
 
 
@@ -64,7 +64,9 @@ def _arguments(value: Any, name: str) -> Any:
         if not value.strip():
             return {}
         try:
-            decoded = json.loads(value)
+            decoded = jsonsafe.loads(value)
+        except jsonsafe.JSONDepthError as exc:
+            raise MappingError(f"arguments of tool call {name!r}: {exc}") from None
         except ValueError:
             raise MappingError(
                 f"arguments of tool call {name!r} are a string that is not JSON"
@@ -118,7 +120,8 @@ def map_reply(
         end = bool(_search(mapping.end, document))
         handoff = bool(_search(mapping.handoff, document))
     except jmespath.exceptions.JMESPathError as exc:
-        raise MappingError(f"JMESPath failed on the reply: {exc}") from None
+        whole = " ".join(str(exc).split())
+        raise MappingError(f"JMESPath failed on the reply: {whole}") from None
     if not allow_empty and not texts and not calls and not end and not handoff:
         raise MappingError(
             "the reply holds no message and no tool call "

@@ -7,6 +7,8 @@ from collections.abc import AsyncIterator
 from dataclasses import dataclass
 from typing import Any
 
+from tau_adapters import jsonsafe
+
 
 @dataclass
 class Event:
@@ -17,7 +19,9 @@ class Event:
     def parsed(self) -> Any:
         """The data as JSON when it is JSON, else the text."""
         try:
-            return json.loads(self.data)
+            return jsonsafe.loads(self.data)
+        except jsonsafe.JSONDepthError:
+            raise
         except ValueError:
             return self.data
 
@@ -55,8 +59,30 @@ async def read_events(lines: AsyncIterator[str], done: str | None = "[DONE]") ->
     return events
 
 
-def as_document(events: list[Event], *, wrap: bool) -> list[Any]:
-    """The JSON array the response mapping reads."""
+def as_document(
+    events: list[Event], *, wrap: bool, group_by: str | None = None, text: str = "delta"
+) -> list[Any]:
+    """The JSON array the response mapping reads (deltas grouped first, see `group`)."""
+    items = [e.parsed() for e in events]
+    keep = group(items, group_by, text) if group_by else list(range(len(items)))
     if wrap:
-        return [{"event": e.event, "data": e.parsed(), "id": e.id} for e in events]
-    return [e.parsed() for e in events]
+        return [{"event": events[i].event, "data": items[i], "id": events[i].id} for i in keep]
+    return [items[i] for i in keep]
+
+
+def group(items: list[Any], key: str, text: str) -> list[int]:
+    """Merge text deltas in place: among objects with the same `key` value and a string
+    `text` field, the first gets every later one's text appended; the later ones are
+    dropped. Returns the indexes kept, in stream order."""
+    first: dict[str, int] = {}
+    keep: list[int] = []
+    for i, item in enumerate(items):
+        if isinstance(item, dict) and isinstance(item.get(text), str) and key in item:
+            ident = json.dumps(item[key], sort_keys=True, default=str)
+            if ident in first:
+                head = items[first[ident]]
+                head[text] = head[text] + item[text]
+                continue
+            first[ident] = i
+        keep.append(i)
+    return keep

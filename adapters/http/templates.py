@@ -10,8 +10,12 @@ variables:
   as the empty string).
 
 A placeholder names a variable, optionally followed by dotted keys or list indexes:
-`{{ tool_result.content }}`, `{{ history.0.role }}`. Dict keys are rendered too. Nothing
-else is evaluated: templates are data, not code.
+`{{ tool_result.content }}`, `{{ history.0.role }}`. Dict keys are rendered too.
+
+One filter exists: `{{ value | tojson }}` is the value as JSON text (a string becomes a
+quoted, escaped JSON string literal). It builds a JSON document inside a string, e.g. a
+bot that wants each tool result as a message holding JSON. Nothing else is evaluated:
+templates are data, not code.
 """
 
 from __future__ import annotations
@@ -21,8 +25,10 @@ import re
 from collections.abc import Callable, Iterator, Mapping
 from typing import Any
 
-PLACEHOLDER = re.compile(r"\{\{\s*([A-Za-z_][A-Za-z0-9_]*(?:\.[A-Za-z0-9_-]+)*)\s*\}\}")
-_WHOLE = re.compile(r"^\s*\{\{\s*([A-Za-z_][A-Za-z0-9_]*(?:\.[A-Za-z0-9_-]+)*)\s*\}\}\s*$")
+_INNER = r"\{\{\s*([A-Za-z_][A-Za-z0-9_]*(?:\.[A-Za-z0-9_-]+)*)\s*(?:\|\s*([A-Za-z_]+)\s*)?\}\}"
+PLACEHOLDER = re.compile(_INNER)
+_WHOLE = re.compile(r"^\s*" + _INNER + r"\s*$")
+FILTERS = frozenset({"tojson"})
 
 
 class TemplateError(ValueError):
@@ -56,13 +62,24 @@ def _as_text(value: Any) -> str:
     return json.dumps(value, ensure_ascii=False, separators=(",", ":"))
 
 
+def _tojson(value: Any) -> str:
+    return json.dumps(value, ensure_ascii=False, separators=(",", ":"), default=str)
+
+
+def _check_filter(match: re.Match[str]) -> None:
+    name = match.group(2)
+    if name and name not in FILTERS:
+        raise TemplateError(f"unknown template filter {name!r} (known: {', '.join(FILTERS)})")
+
+
 def render_string(
     text: str, variables: Mapping[str, Any], *, quote: Callable[[str], str] | None = None
 ) -> str:
     """Interpolate every placeholder of `text`; the result is always a string."""
 
     def sub(match: re.Match[str]) -> str:
-        piece = _as_text(lookup(variables, match.group(1)))
+        value = lookup(variables, match.group(1))
+        piece = _tojson(value) if match.group(2) else _as_text(value)
         return quote(piece) if quote is not None else piece
 
     return PLACEHOLDER.sub(sub, text)
@@ -73,7 +90,8 @@ def render(template: Any, variables: Mapping[str, Any]) -> Any:
     if isinstance(template, str):
         whole = _WHOLE.match(template)
         if whole:
-            return lookup(variables, whole.group(1))
+            value = lookup(variables, whole.group(1))
+            return _tojson(value) if whole.group(2) else value
         if "{{" in template:
             return render_string(template, variables)
         return template
@@ -88,15 +106,18 @@ def render(template: Any, variables: Mapping[str, Any]) -> Any:
 
 
 def placeholders(template: Any, where: str = "") -> Iterator[tuple[str, str]]:
-    """Every (location, variable name) a template refers to, for validation at load time."""
+    """Every (location, variable name) a template refers to, for validation at load time
+    (`TemplateError` on an unknown filter)."""
     if isinstance(template, str):
         for match in PLACEHOLDER.finditer(template):
+            _check_filter(match)
             yield where, match.group(1).split(".")[0]
     elif isinstance(template, Mapping):
         for key, value in template.items():
             sub = f"{where}.{key}" if where else str(key)
             if isinstance(key, str):
                 for match in PLACEHOLDER.finditer(key):
+                    _check_filter(match)
                     yield sub, match.group(1).split(".")[0]
             yield from placeholders(value, sub)
     elif isinstance(template, list):

@@ -13,7 +13,7 @@ import email.utils
 import json
 import random
 import time
-from collections.abc import Awaitable, Callable, Mapping
+from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
 from dataclasses import dataclass
 from typing import Any, TypeVar
 from urllib.parse import quote
@@ -24,7 +24,13 @@ from tenacity import AsyncRetrying, RetryCallState, retry_if_exception, stop_aft
 from adapters.http.config import BotConfig, RequestSpec, RetryConfig
 from adapters.http.sse import as_document, read_events
 from adapters.http.templates import render, render_string
-from tau_adapters.protocol import AdapterAuthError, AdapterError, AdapterProtocolError
+from tau_adapters import jsonsafe
+from tau_adapters.protocol import (
+    AdapterAuthError,
+    AdapterError,
+    AdapterProtocolError,
+    AdapterTimeoutError,
+)
 from tau_adapters.redaction import Redactor
 
 T = TypeVar("T")
@@ -157,10 +163,17 @@ class HttpTransport:
             attempts += 1
             return await self._once(spec, url, shown_url, headers, params, body)
 
+        deadline = self.config.timeouts.call
         try:
-            status, document, shown = await call_with_retries(
-                once, self.config.retry, sleep=self._sleep
-            )
+            async with asyncio.timeout(deadline):
+                status, document, shown = await call_with_retries(
+                    once, self.config.retry, sleep=self._sleep
+                )
+        except TimeoutError:
+            raise AdapterTimeoutError(
+                f"HTTP bot call {spec.method} {shown_url} did not finish within its "
+                f"{deadline:g} s deadline (timeout.call) after {attempts} attempts"
+            ) from None
         except _RetryableStatus as exc:
             raise AdapterError(
                 f"HTTP bot answered {exc.status} to {spec.method} {shown_url} "
@@ -168,15 +181,14 @@ class HttpTransport:
                 retryable=True,
             ) from None
         except httpx.TimeoutException as exc:
-            raise AdapterError(
+            raise AdapterTimeoutError(
                 f"HTTP bot timed out ({type(exc).__name__}) on {spec.method} {shown_url} "
-                f"after {attempts} attempts",
-                retryable=True,
+                f"after {attempts} attempts"
             ) from None
         except httpx.TransportError as exc:
             raise AdapterError(
                 f"cannot reach the HTTP bot at {spec.method} {shown_url} after {attempts} "
-                f"attempts: {type(exc).__name__}: {self.redactor.text(str(exc))}",
+                f"attempts: {type(exc).__name__}: {self._quote(str(exc))}",
                 retryable=True,
             ) from None
         latency = time.perf_counter() - started
@@ -204,6 +216,28 @@ class HttpTransport:
         params: dict[str, Any],
         body: Any,
     ) -> tuple[int, Any, Any]:
+        """One attempt, bounded as a whole by `timeout.total` (not retried: the bot may
+        have acted on the request)."""
+        total = self.config.timeouts.total
+        try:
+            async with asyncio.timeout(total):
+                return await self._attempt(spec, url, shown_url, headers, params, body)
+        except TimeoutError:
+            raise AdapterTimeoutError(
+                f"HTTP bot did not finish answering {spec.method} {shown_url} within "
+                f"{total:g} s (timeout.total: a reply must be complete by then, however "
+                "slowly its bytes or events arrive)"
+            ) from None
+
+    async def _attempt(
+        self,
+        spec: RequestSpec,
+        url: str,
+        shown_url: str,
+        headers: dict[str, str],
+        params: dict[str, Any],
+        body: Any,
+    ) -> tuple[int, Any, Any]:
         kwargs: dict[str, Any] = {"headers": headers}
         if params:
             kwargs["params"] = params
@@ -213,22 +247,71 @@ class HttpTransport:
         response = await self.client.send(request, stream=True)
         try:
             status = response.status_code
+            if 300 <= status < 400:
+                self._redirect(spec, shown_url, response)
             if status >= 400 or spec.stream != "sse":
-                await response.aread()
-                self._check_status(spec, shown_url, response)
+                content = await self._read_body(spec, shown_url, response)
+                self._check_status(spec, shown_url, response, content)
                 if spec.stream == "none":
-                    return status, None, self._text(response)
-                document = self._json(spec, shown_url, response)
+                    return status, None, self._text(content)
+                document = self._json(spec, shown_url, content)
                 return status, document, document
-            self._check_status(spec, shown_url, response)
             sse = self.config.response.sse
-            events = await read_events(response.aiter_lines(), done=sse.done)
-            document = as_document(events, wrap=sse.wrap)
+            lines = self._limited_lines(spec, shown_url, response)
+            try:
+                events = await read_events(lines, done=sse.done)
+                document = as_document(events, wrap=sse.wrap, group_by=sse.group_by, text=sse.text)
+            except jsonsafe.JSONDepthError as exc:
+                raise AdapterProtocolError(
+                    f"an event from {spec.method} {shown_url} is not usable: {exc}"
+                ) from None
             return status, document, document
         finally:
             await response.aclose()
 
-    def _check_status(self, spec: RequestSpec, shown_url: str, response: httpx.Response) -> None:
+    def _redirect(self, spec: RequestSpec, shown_url: str, response: httpx.Response) -> None:
+        where = self._quote(response.headers.get("location", "(no Location header)"))
+        raise AdapterProtocolError(
+            f"HTTP bot answered a redirect: {response.status_code} {response.reason_phrase} "
+            f"from {spec.method} {shown_url} to {where}; redirects are not followed (a POST "
+            "would lose its body): set base_url to the final address"
+        )
+
+    def _too_big(self, spec: RequestSpec, shown_url: str) -> AdapterProtocolError:
+        return AdapterProtocolError(
+            f"reply to {spec.method} {shown_url} is larger than the "
+            f"{self.config.max_response_bytes} bytes allowed (max_response_bytes)"
+        )
+
+    async def _read_body(
+        self, spec: RequestSpec, shown_url: str, response: httpx.Response
+    ) -> bytes:
+        limit = self.config.max_response_bytes
+        declared = response.headers.get("content-length", "")
+        if declared.isdigit() and int(declared) > limit:
+            raise self._too_big(spec, shown_url)
+        chunks: list[bytes] = []
+        size = 0
+        async for chunk in response.aiter_bytes():
+            size += len(chunk)
+            if size > limit:
+                raise self._too_big(spec, shown_url)
+            chunks.append(chunk)
+        return b"".join(chunks)
+
+    async def _limited_lines(
+        self, spec: RequestSpec, shown_url: str, response: httpx.Response
+    ) -> AsyncIterator[str]:
+        size = 0
+        async for line in response.aiter_lines():
+            size += len(line) + 1
+            if size > self.config.max_response_bytes:
+                raise self._too_big(spec, shown_url)
+            yield line
+
+    def _check_status(
+        self, spec: RequestSpec, shown_url: str, response: httpx.Response, content: bytes
+    ) -> None:
         status = response.status_code
         if status < 400:
             return
@@ -238,7 +321,7 @@ class HttpTransport:
                 f"{spec.method} {shown_url} (check the Authorization/API-key headers and the "
                 "environment variables they use)"
             )
-        text = self._quote(self._text(response))
+        text = self._quote(self._text(content))
         if status in self.config.retry.statuses:
             raise _RetryableStatus(
                 status, parse_retry_after(response.headers.get("retry-after")), text
@@ -254,25 +337,33 @@ class HttpTransport:
             f"{spec.method} {shown_url}: {text}"
         )
 
-    def _text(self, response: httpx.Response) -> str:
-        try:
-            return response.text
-        except (UnicodeDecodeError, LookupError):
-            return repr(response.content[:_QUOTE_LIMIT])
+    @staticmethod
+    def _text(content: bytes) -> str:
+        """The body as text: undecodable bytes replaced, never raw binary."""
+        return content.decode("utf-8", errors="replace")
 
-    def _json(self, spec: RequestSpec, shown_url: str, response: httpx.Response) -> Any:
-        if not response.content.strip():
+    def _json(self, spec: RequestSpec, shown_url: str, content: bytes) -> Any:
+        if not content.strip():
             return None
         try:
-            return response.json()
+            return jsonsafe.loads(content)
+        except jsonsafe.JSONDepthError as exc:
+            raise AdapterProtocolError(
+                f"reply to {spec.method} {shown_url} is not usable: {exc}"
+            ) from None
         except ValueError:
             raise AdapterProtocolError(
                 f"reply to {spec.method} {shown_url} is not JSON: "
-                f"{self._quote(self._text(response))}"
+                f"{self._quote(self._text(content))}"
             ) from None
 
     def _quote(self, text: str) -> str:
-        return Redactor.truncate(self.redactor.text(text), _QUOTE_LIMIT)
+        return quote_text(self.redactor, text)
+
+
+def quote_text(redactor: Redactor, text: str) -> str:
+    """Redacted, cut to a few hundred characters, control bytes escaped: safe to print."""
+    return jsonsafe.printable(Redactor.truncate(redactor.text(text), _QUOTE_LIMIT))
 
 
 def quote_payload(redactor: Redactor, payload: Any) -> str:
@@ -281,4 +372,4 @@ def quote_payload(redactor: Redactor, payload: Any) -> str:
         text = json.dumps(payload, ensure_ascii=False, default=str)
     except (TypeError, ValueError):
         text = repr(payload)
-    return Redactor.truncate(redactor.text(text), _QUOTE_LIMIT)
+    return quote_text(redactor, text)

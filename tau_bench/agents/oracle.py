@@ -3,7 +3,8 @@
 A pipeline self-check: with any user simulator that lets it talk, it must score 1.0
 wherever the ground truth does. It issues the ground-truth tool calls one per turn, in
 order, then answers with the required outputs. A terminate tool in the ground truth is
-issued last, in the same turn as the outputs message.
+issued last, in the same turn as the outputs message. On a τ³ task (it has an
+`oracle_message`) it ends as the original's replay does: that message, then it stops.
 """
 
 from __future__ import annotations
@@ -38,16 +39,23 @@ class OracleAgent:
         self._outputs: list[str] = []
         self._terminal: list[Any] = []
         self._step = 0
+        self._ends = False
+        self._final: str | None = None
 
     async def start(self, session: SessionContext) -> None:
         task = session.task
         if task is None or not hasattr(task, "actions"):
             raise AdapterConfigError("the oracle agent needs the task in the session context")
         terminate = {"transfer_to_human_agents"} | set(session.metadata.get("terminate_tools", []))
+        if hasattr(task, "oracle_message"):
+            terminate = set()  # τ³: no tool ends the conversation; all run in order
         actions = [a for a in task.actions if a.name != RESPOND]
         self._actions = [a for a in actions if a.name not in terminate]
         self._terminal = [a for a in actions if a.name in terminate]
         self._outputs = list(getattr(task, "outputs", []) or [])
+        # τ³: the original's replay says `oracle_message` (if any) and stops (agent_stop).
+        self._ends = hasattr(task, "oracle_message")
+        self._final = getattr(task, "oracle_message", None)
         self._phase = "tools"
 
     async def send(self, turn: AgentInput) -> AgentTurn:
@@ -63,6 +71,9 @@ class OracleAgent:
                     ]
                 )
             self._phase = "answer"
+        if self._phase == "answer" and self._ends:
+            self._phase = "done"
+            return AgentTurn(messages=[self._final] if self._final else [], end_conversation=True)
         if self._phase == "answer":
             self._phase = "done"
             message = outputs_message(self._outputs)

@@ -56,6 +56,11 @@ class RunRow:
     latency_p50: float | None
     latency_p95: float | None
     episode_p50: float | None
+    # Errored episodes per class (tau_bench.error_classes) and the average reward with
+    # unavailable episodes counted as failures (the second convention).
+    error_classes: dict[str, int] = field(default_factory=dict)
+    avg_reward_unavailable_failed: float | None = None
+    costs: dict[str, Any] = field(default_factory=dict)  # tau_bench.cost.totals
 
     @property
     def cost_total(self) -> float:
@@ -138,6 +143,8 @@ class Comparison:
     # The runs as compared, one per row: split by user model, ids named by domain.
     runs: list[Run] = field(default_factory=list)
     by_user_model: bool = False
+    # `tau_bench.analysis.confounds.ConfoundCheck.to_dict()` when the CLI checked the runs.
+    confounds: dict[str, Any] = field(default_factory=dict)
 
     def to_dict(self) -> dict[str, Any]:
         """The `--json` output: plain data, keys as strings."""
@@ -148,7 +155,10 @@ class Comparison:
             data["cost_total"] = row.cost_total
             data["cost_per_episode"] = row.cost_per_episode
             rows.append(data)
+        warning = self.confounds.get("warning")
         return {
+            **({"warning": warning} if warning else {}),
+            **({"confounds": self.confounds} if self.confounds else {}),
             "runs": rows,
             "tasks": self.task_ids,
             "intersect": self.intersect,
@@ -230,6 +240,9 @@ def _row(index: int, run: Run, records: list[EpisodeRecord], max_k: int) -> RunR
         latency_p50=latency["agent_turn"]["p50"],
         latency_p95=latency["agent_turn"]["p95"],
         episode_p50=latency["episode"]["p50"],
+        error_classes=summary["error_classes"],
+        avg_reward_unavailable_failed=summary["unavailable_as_failures"]["avg_reward"],
+        costs=summary["costs"],
     )
 
 

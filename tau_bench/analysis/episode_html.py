@@ -7,9 +7,12 @@ Everything from a trajectory is escaped: agents and users write arbitrary text.
 from __future__ import annotations
 
 import json
+from functools import cache
 from html import escape
 from typing import Any
 
+from tau_bench.analysis.reasons import failure_reason
+from tau_bench.analysis.reasons import outcome as outcome_of
 from tau_bench.results import EpisodeRecord, is_success
 
 LONG_OBSERVATION = 1200
@@ -61,10 +64,14 @@ def message_html(message: dict[str, Any], system_ref: str | None = None) -> str:
     role = str(message.get("role", ""))
     content = _text(message.get("content"))
     if role == "system":
-        ref = f" — {escape(system_ref)}" if system_ref else ""
+        if system_ref:  # shown once at the top of its run, not in each of its episodes
+            return (
+                f'<div class="msg system sysref">system prompt ({len(content)} chars): '
+                f"{escape(system_ref)}, shown above the run's tasks</div>"
+            )
         return (
             f'<details class="msg system"><summary>system prompt ({len(content)} chars)'
-            f"{ref}</summary>{_pre(content)}</details>"
+            f"</summary>{_pre(content)}</details>"
         )
     if role == "tool":
         name = escape(str(message.get("name", "tool")))
@@ -74,7 +81,7 @@ def message_html(message: dict[str, Any], system_ref: str | None = None) -> str:
         )
     parts = []
     if content:
-        parts.append(f'<div class="text">{escape(content)}</div>')
+        parts.append(f'<div class="text md">{markdown_html(content)}</div>')
     for call in message.get("tool_calls") or []:
         fn = call.get("function") or {}
         name = escape(str(fn.get("name", call.get("name", "?"))))
@@ -85,10 +92,19 @@ def message_html(message: dict[str, Any], system_ref: str | None = None) -> str:
     return f'<div class="msg {cls}"><div class="who">{escape(who)}</div>{"".join(parts)}</div>'
 
 
-def _outcome(record: EpisodeRecord) -> str:
-    if record.is_error:
-        return "error"
-    return "pass" if is_success(record.reward) else "fail"
+def markdown_html(text: str) -> str:
+    """Agents and users write markdown (lists, **bold**, tables): rendered, with raw
+    HTML in it escaped (never interpreted) and unsafe link targets dropped."""
+    return _markdown().render(text)
+
+
+@cache
+def _markdown() -> Any:
+    from markdown_it import MarkdownIt
+
+    # commonmark with html off: `<script>` in a message is shown as text. Tables on;
+    # single newlines kept as line breaks, as a chat message means them.
+    return MarkdownIt("commonmark", {"html": False, "breaks": True}).enable("table")
 
 
 def _diff_table(diffs: list[dict[str, Any]]) -> str:
@@ -128,7 +144,7 @@ def verdict_html(record: EpisodeRecord) -> str:
         lines.append("outputs not said: " + ", ".join(escape(str(o)) for o in missing))
     elif outputs:
         lines.append("all required outputs said")
-    parts = [f'<div class="verdict {_outcome(record)}">' + " · ".join(lines) + "</div>"]
+    parts = [f'<div class="verdict {outcome_of(record)}">' + " · ".join(lines) + "</div>"]
     diffs = info.get("db_diff") or []
     if diffs and not is_success(record.reward):
         parts.append(f"<h5>Database difference ({len(diffs)} fields)</h5>{_diff_table(diffs)}")
@@ -149,7 +165,7 @@ def episode_html(
     record: EpisodeRecord, anchor: str, system_refs: dict[str, str] | None = None
 ) -> str:
     """A closed `<details>` for one (task, trial): header line, messages, verdict."""
-    outcome = _outcome(record)
+    outcome = outcome_of(record)
     cost = record.agent_cost + record.user_cost
     bits = [
         f"trial {record.trial}",
@@ -162,6 +178,10 @@ def episode_html(
         bits.append(f"{record.duration:.1f}s")
     bits.append(f"${cost:.4f}")
     head = " · ".join(bits)
+    reason = failure_reason(record)
+    if reason:  # why, readable without opening the episode
+        head += f' · <span class="why">{escape(reason)}</span>'
+
     refs = system_refs or {}
     messages = "".join(
         message_html(m, refs.get(_text(m.get("content"))) if m.get("role") == "system" else None)

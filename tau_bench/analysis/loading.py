@@ -59,11 +59,13 @@ class Run:
     config: dict[str, Any] = field(default_factory=dict)
     header: dict[str, Any] = field(default_factory=dict)
     bad_lines: int = 0
+    manifest: dict[str, Any] = field(default_factory=dict)  # {} for runs written without
 
     @property
     def agent(self) -> str:
-        """What the tables call the agent: strategy and model, or the label if unknown."""
-        parts = [p for p in (self.agent_strategy, self.model) if p]
+        """What the tables call the agent: strategy, display name and model, or the label."""
+        name = (self.manifest.get("agent") or {}).get("name")
+        parts = [p for p in (self.agent_strategy, name, self.model) if p]
         return " ".join(parts) if parts else self.label
 
     @property
@@ -263,7 +265,13 @@ def _load_tau_bench(path: Path) -> Run:
         num_trials=max(int(config.get("num_trials") or 1), trials),
         task_split=config.get("task_split"),
         config=config,
+        manifest=_manifest_of(summary),
     )
+
+
+def _manifest_of(container: Any) -> dict[str, Any]:
+    manifest = container.get("manifest") if isinstance(container, dict) else None
+    return manifest if isinstance(manifest, dict) else {}
 
 
 def _user_model(meta: dict[str, Any]) -> str | None:
@@ -330,6 +338,7 @@ def _load_log(path: Path) -> Run:
         config=config,
         header=header,
         bad_lines=contents.bad_lines,
+        manifest=_manifest_of(header),
     )
 
 

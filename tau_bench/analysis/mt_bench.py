@@ -1,19 +1,26 @@
-"""The MT-bench-style export: a folder of per-task chat JSONL files and one scores file.
+"""The MT-bench export: a folder of per-task chat JSONL files and one scores file.
 
-Layout, under `<out>/<dataset>_<YYYYmmdd_HHMMSS>/`:
+The MT-bench fork's schema is a contract other orchestrators parse, so its two file
+kinds hold exactly the fork's fields and nothing else. Layout, under
+`<out>/<dataset>_<YYYYmmdd_HHMMSS>/` (`tau export --format mt-bench`; `<out>` defaults
+to `./data`):
 
 * `<model>_task<id>_trajectory.jsonl` — the conversation, one `{"role", "content"}` per
   line. An assistant message that called tools has the calls as its content, written
   `name({...json...})` (after its text, if any).
-* `<model>_scores.jsonl` — one object per task: `task-id`, `prompt` (the task's
-  instruction), `result` (the agent's tool calls as `name({...json...})`, joined by
-  `, `), `truth` (the ground-truth actions, same form), `score` (the reward; 0 for an
-  errored episode, which also gets `error`), `duration` (seconds), `trial`.
+* `<model>_scores.jsonl` — one row per episode with exactly, in this order: `task-id`
+  (`"task-1"`), `prompt` (the task's instruction), `result` (the agent's tool calls as
+  `name({...json...})` joined by `,` with no space), `truth` (the ground-truth actions,
+  same form), `score` (the reward; `null` for an errored episode, which was not scored),
+  `duration` (seconds).
+* `<model>_scores.extra.jsonl` — the sidecar: one row per scores row, same order, with
+  what the contract has no room for: `task-id`, `trial`, `task` (the id as the run
+  names it), `error` (null, or `{source, kind, message}`).
 
 With several trials, trial 0 keeps the names above and trial k > 0 writes
-`<model>_task<id>_trial<k>_trajectory.jsonl` and its own line in the scores file.
+`<model>_task<id>_trial<k>_trajectory.jsonl`; every trial has its own scores row.
 A namespaced id (`retail/12`, multi-domain runs) is `retail-12` in file names and
-stays `retail/12` in `task-id`.
+`"task-retail-12"` in `task-id`.
 `model` is sanitised for file names: every run of characters other than letters,
 digits, `.`, `-` and `_` becomes `_` (`openai/gpt-4o` -> `openai_gpt-4o`).
 """
@@ -28,10 +35,13 @@ from pathlib import Path
 from typing import Any
 
 from tau_bench.results import EpisodeRecord
-from tau_bench.task_ids import file_part, sort_key
+from tau_bench.task_ids import TaskId, file_part, sort_key
 from tau_bench.tasks import RESPOND_ACTION
 
 _UNSAFE = re.compile(r"[^A-Za-z0-9._-]+")
+# Actions in `result` and `truth` are joined by a comma with no space (the contract).
+SEPARATOR = ","
+DEFAULT_OUT = "data"
 
 
 def safe_name(name: str) -> str:
@@ -89,6 +99,50 @@ def chat_lines(messages: Iterable[dict[str, Any]]) -> list[dict[str, str]]:
     return lines
 
 
+def mt_task_id(task_id: TaskId) -> str:
+    """The scores file's `task-id`: `"task-1"` (`"task-retail-12"` for `retail/12`)."""
+    return f"task-{file_part(task_id)}"
+
+
+def score_row(record: EpisodeRecord) -> dict[str, Any]:
+    """One `<model>_scores.jsonl` row: exactly the contract's keys, in its order."""
+    task = record.task or {}
+    return {
+        "task-id": mt_task_id(record.task_id),
+        "prompt": str(task.get("instruction", "")),
+        "result": SEPARATOR.join(agent_actions(record.messages)),
+        "truth": SEPARATOR.join(truth_actions(task)),
+        "score": None if record.is_error else record.reward,
+        "duration": record.duration,
+    }
+
+
+def extra_row(record: EpisodeRecord) -> dict[str, Any]:
+    """The sidecar row of one episode: what the scores row may not carry."""
+    error = None
+    if record.error:
+        error = {k: record.error.get(k) for k in ("source", "kind", "message")}
+    return {
+        "task-id": mt_task_id(record.task_id),
+        "trial": record.trial,
+        "task": record.task_id,
+        "error": error,
+    }
+
+
+def _jsonl(rows: Iterable[dict[str, Any]]) -> str:
+    return "".join(json.dumps(row, ensure_ascii=False) + "\n" for row in rows)
+
+
+def scores_text(records: Iterable[EpisodeRecord]) -> str:
+    """The scores file's text for `records` (by task, then trial)."""
+    return _jsonl(score_row(r) for r in _ordered(records))
+
+
+def _ordered(records: Iterable[EpisodeRecord]) -> list[EpisodeRecord]:
+    return sorted(records, key=lambda r: (sort_key(r.task_id), r.trial))
+
+
 def _fresh_dir(base: Path) -> Path:
     candidate, n = base, 1
     while candidate.exists():
@@ -110,30 +164,17 @@ def write_mt_bench(
     stamp = (when or datetime.now()).strftime("%Y%m%d_%H%M%S")
     folder = _fresh_dir(Path(out_dir) / f"{safe_name(dataset)}_{stamp}")
     name = safe_name(model)
-    scores = []
-    for record in sorted(records, key=lambda r: (sort_key(r.task_id), r.trial)):
+    ordered = _ordered(records)
+    for record in ordered:
         suffix = f"_trial{record.trial}" if record.trial else ""
         stem = f"{name}_task{file_part(record.task_id)}{suffix}"
         path, n = folder / f"{stem}_trajectory.jsonl", 1
         while path.exists():  # two ids with one file name (`a/1` and `a-1`): never overwrite
             n += 1
             path = folder / f"{stem}_{n}_trajectory.jsonl"
-        with path.open("w", encoding="utf-8") as fh:
-            for line in chat_lines(record.messages):
-                fh.write(json.dumps(line, ensure_ascii=False) + "\n")
-        score: dict[str, Any] = {
-            "task-id": record.task_id,
-            "prompt": str((record.task or {}).get("instruction", "")),
-            "result": ", ".join(agent_actions(record.messages)),
-            "truth": ", ".join(truth_actions(record.task or {})),
-            "score": 0.0 if record.reward is None else record.reward,
-            "duration": record.duration,
-            "trial": record.trial,
-        }
-        if record.error:
-            score["error"] = str(record.error.get("message", ""))
-        scores.append(score)
-    with (folder / f"{name}_scores.jsonl").open("w", encoding="utf-8") as fh:
-        for score in scores:
-            fh.write(json.dumps(score, ensure_ascii=False) + "\n")
+        path.write_text(_jsonl(chat_lines(record.messages)), encoding="utf-8")
+    (folder / f"{name}_scores.jsonl").write_text(scores_text(ordered), encoding="utf-8")
+    (folder / f"{name}_scores.extra.jsonl").write_text(
+        _jsonl(extra_row(r) for r in ordered), encoding="utf-8"
+    )
     return folder

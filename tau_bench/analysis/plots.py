@@ -32,45 +32,76 @@ def _pyplot() -> Any:
 
 
 def write_pngs(comparison: Comparison, out_dir: Path, dpi: int = 120) -> list[Path]:
-    """pass_k.png, cost_reward.png and per_task.png in `out_dir`; their paths."""
+    """cost_reward.png, per_task.png and (with more than one trial) pass_k.png in
+    `out_dir`; their paths. As in the HTML report: runs with equal values are drawn side
+    by side, labels do not overlap, and a run with no scored episode is not drawn at 0."""
     plt = _pyplot()
     out_dir.mkdir(parents=True, exist_ok=True)
     written = []
     ks = list(range(1, comparison.max_k + 1))
+    rows = comparison.rows
+
+    if comparison.max_k > 1:
+        fig, ax = plt.subplots(figsize=(6, 4))
+        for i, row in enumerate(rows):
+            pts = [(k, v) for k in ks if (v := row.pass_hat_k.get(k)) is not None]
+            if not pts:  # nothing scored: no line, no legend entry
+                continue
+            shift, lift = svg.dodge(i, len(rows), step=0.04), svg.dodge(i, len(rows), step=0.012)
+            ax.plot(
+                [k + shift for k, _ in pts],
+                [v + lift for _, v in pts],
+                marker="o",
+                color=svg.color(row.index - 1),
+                label=f"#{row.index} {row.label}",
+            )
+        ax.set(xlabel="k", ylabel="pass^k", ylim=(-0.02, 1.04), xticks=ks, title="pass^k")
+        ax.grid(alpha=0.3)
+        ax.legend(fontsize=8)
+        written.append(_save(fig, plt, out_dir / "pass_k.png", dpi))
 
     fig, ax = plt.subplots(figsize=(6, 4))
-    for row in comparison.rows:
-        pts = [(k, v) for k in ks if (v := row.pass_hat_k.get(k)) is not None]
-        ax.plot(
-            [k for k, _ in pts],
-            [v for _, v in pts],
-            marker="o",
-            color=svg.color(row.index - 1),
-            label=f"#{row.index} {row.label}",
-        )
-    ax.set(xlabel="k", ylabel="pass^k", ylim=(-0.02, 1.04), xticks=ks, title="pass^k")
-    ax.grid(alpha=0.3)
-    ax.legend(fontsize=8)
-    written.append(_save(fig, plt, out_dir / "pass_k.png", dpi))
-
-    fig, ax = plt.subplots(figsize=(6, 4))
-    for row in comparison.rows:
-        x, y = row.cost_per_episode or 0.0, row.avg_reward or 0.0
-        ax.scatter([x], [y], s=60, color=svg.color(row.index - 1))
+    scored = [r for r in rows if r.avg_reward is not None]
+    ticks = svg.nice_ticks(max((r.cost_per_episode or 0.0 for r in scored), default=0.0))
+    width, height = 480.0, 300.0  # the axes in points, roughly: to spread and stack labels
+    spots = svg.spread(
+        [
+            ((r.cost_per_episode or 0.0) / ticks[-1] * width, (1 - (r.avg_reward or 0.0)) * height)
+            for r in scored
+        ],
+        radius=7.0,
+    )
+    labels = svg.label_positions([y - 8 for _, y in spots], top=0.0, bottom=height, gap=11.0)
+    for row, (px, py), ly in zip(scored, spots, labels, strict=True):
+        x = px / width * ticks[-1]
+        y = 1 - py / height
+        ax.scatter([x], [y], s=60, color=svg.color(row.index - 1), edgecolors="white", zorder=3)
         ax.annotate(
             f"#{row.index} {row.label}",
             (x, y),
             textcoords="offset points",
-            xytext=(6, 6),
+            xytext=(
+                8 + max(qx for qx, qy in spots if abs(qx - px) < 20 and abs(qy - py) < 20) - px,
+                py - ly,
+            ),
             fontsize=8,
+            arrowprops={"arrowstyle": "-", "color": svg.color(row.index - 1), "lw": 0.6}
+            if abs(py - 8 - ly) > 1
+            else None,
         )
+    missing = [f"#{r.index}" for r in rows if r.avg_reward is None]
+    title = "cost vs reward" + (
+        f" (not plotted, nothing scored: {', '.join(missing)})" if missing else ""
+    )
     ax.set(
         xlabel="cost per episode ($)",
         ylabel="average reward",
-        ylim=(-0.02, 1.04),
-        title="cost vs reward",
+        ylim=(-0.04, 1.08),
+        xlim=(-ticks[-1] * 0.03, ticks[-1] * 1.05),
+        xticks=ticks,
+        title=title,
     )
-    ax.set_xlim(left=0)
+    ax.set_xticklabels([svg.money(v) for v in ticks])
     ax.grid(alpha=0.3)
     written.append(_save(fig, plt, out_dir / "cost_reward.png", dpi))
 

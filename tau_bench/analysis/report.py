@@ -21,6 +21,7 @@ from pathlib import Path
 from urllib.parse import quote
 
 from tau_bench.analysis import svg
+from tau_bench.analysis.clean_subset import html_section as clean_subset_html
 from tau_bench.analysis.compare import Cell, Comparison
 from tau_bench.analysis.episode_html import episode_html
 from tau_bench.analysis.loading import Run
@@ -68,6 +69,10 @@ SFMono-Regular,Menlo,monospace}
 .verdict.fail{background:#fde6e4}.verdict.error{background:#eee}
 .warn{color:#8a5a00}table.diff td,table.diff th{text-align:left}
 .instr{white-space:pre-wrap;background:var(--soft);padding:6px 10px;border-radius:6px}
+details.episode>summary .why{color:#9b2c20;font-size:13px}
+.msg .md p{margin:2px 0}.msg .md ul,.msg .md ol{margin:2px 0;padding-left:22px}
+.msg .md table{margin:4px 0}.msg .md code{background:#0000000d;padding:0 3px;border-radius:3px}
+.msg.sysref{font-size:12px;color:var(--muted)}
 """
 
 JS = """
@@ -220,21 +225,53 @@ def pass_k_chart(comparison: Comparison) -> str:
 
 
 def cost_chart(comparison: Comparison) -> str:
+    """Runs with no scored episode have no average reward: they are listed under the
+    chart, never drawn at 0 (which would read as "every episode failed")."""
     points = [
-        svg.Point(
-            f"#{r.index}", r.cost_per_episode or 0.0, r.avg_reward or 0.0, svg.color(r.index - 1)
-        )
+        svg.Point(f"#{r.index}", r.cost_per_episode or 0.0, r.avg_reward, svg.color(r.index - 1))
         for r in comparison.rows
+        if r.avg_reward is not None
     ]
-    return svg.scatter(
+    chart = svg.scatter(
         points,
         title="cost vs reward",
         x_label="cost per episode (agent + user)",
         y_label="average reward",
     )
+    return chart + _not_plotted(comparison)
+
+
+def _not_plotted(comparison: Comparison) -> str:
+    missing = [r for r in comparison.rows if r.avg_reward is None]
+    if not missing:
+        return ""
+    names = ", ".join(f"#{r.index} {escape(r.label)}" for r in missing)
+    return f'<p class="muted not-plotted">not plotted (no scored episode): {names}</p>'
+
+
+def charts_section(comparison: Comparison) -> str:
+    """pass^k (only when some run has several trials: with one, pass^1 is the average
+    reward already in the table) and cost vs reward."""
+    figures = []
+    if comparison.max_k > 1:
+        figures.append(
+            f"<figure>{pass_k_chart(comparison)}<figcaption>pass^k: chance that k trials "
+            "of a task all succeed, averaged over tasks</figcaption></figure>"
+        )
+    figures.append(
+        f"<figure>{cost_chart(comparison)}<figcaption>cost per episode vs average reward "
+        "(hosted agents report no cost: only the user simulator's)</figcaption></figure>"
+    )
+    heading = "pass^k and cost" if comparison.max_k > 1 else "Cost and reward"
+    return (
+        f'<section id="charts"><h2>{heading}</h2>{_legend(comparison)}'
+        f'<div class="charts">{"".join(figures)}</div></section>'
+    )
 
 
 def _instructions(runs: Sequence[Run]) -> dict[TaskId, str]:
+    """Task id -> instruction, the first run's that has one (the heatmap's column: the
+    runs of one comparison share their tasks). Each run's trajectories show its own."""
     out: dict[TaskId, str] = {}
     for run in runs:
         for r in run.records:
@@ -307,8 +344,8 @@ def trajectories(comparison: Comparison, runs: Sequence[Run]) -> str:
         '<label>task <input id="f-task" size="5" placeholder="id"></label>'
         '<span id="f-count" class="muted"></span></div>'
     ]
-    instructions = _instructions(runs)
     for row, run in zip(comparison.rows, runs, strict=True):
+        instructions = _instructions([run])
         records = [r for r in run.records if r.task_id in keep]
         by_task: dict[TaskId, list[EpisodeRecord]] = defaultdict(list)
         for r in sorted(records, key=lambda r: (sort_key(r.task_id), r.trial)):
@@ -371,17 +408,12 @@ def render_report(
         f"{datetime.now().astimezone().isoformat(timespec='seconds')}</p>"
         f"<details><summary>results files</summary><ul>{files}</ul></details>{dropped}</header>"
         '<nav><a href="#summary">comparison</a><a href="#paired">paired difference</a>'
-        '<a href="#charts">pass^k and cost</a><a href="#heatmap">per task</a>'
+        '<a href="#charts">charts</a><a href="#heatmap">per task</a>'
         '<a href="#trajectories">trajectories</a></nav>'
         f'<section id="summary"><h2>Comparison</h2>{summary_table(comparison)}</section>'
+        f"{clean_subset_html(comparison)}"
         f'<section id="paired"><h2>Paired difference</h2>{paired_section(comparison)}</section>'
-        '<section id="charts"><h2>pass^k and cost</h2>'
-        f"{_legend(comparison)}"
-        f'<div class="charts"><figure>{pass_k_chart(comparison)}<figcaption>pass^k: chance '
-        "that k trials of a task all succeed, averaged over tasks</figcaption></figure>"
-        f"<figure>{cost_chart(comparison)}<figcaption>cost per episode vs average reward "
-        "(hosted agents report no cost: only the user simulator's)</figcaption></figure>"
-        "</div></section>"
+        f"{charts_section(comparison)}"
         '<section id="heatmap"><h2>Per task</h2><p class="muted">successes / scored trials '
         "(+Ne: errored trials); click a cell for its trajectories.</p>"
         f"{heatmap(comparison, _instructions(runs))}</section>"

@@ -5,6 +5,7 @@ Each function returns one `<svg>` element as a string; every text is escaped.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 from html import escape
@@ -56,9 +57,11 @@ def _axes(
         out.append(
             f'<text x="{_L - 6}" y="{y + 4:.1f}" text-anchor="end" class="tick">{escape(text)}</text>'
         )
-    for x, text in x_ticks:
+    for i, (x, text) in enumerate(x_ticks):
+        # the last label ends at its tick, so it is never cut by the chart's edge
+        anchor = "end" if i == len(x_ticks) - 1 and len(x_ticks) > 2 else "middle"
         out.append(
-            f'<text x="{x:.1f}" y="{_H - _B + 16}" text-anchor="middle" class="tick">'
+            f'<text x="{x:.1f}" y="{_H - _B + 16}" text-anchor="{anchor}" class="tick">'
             f"{escape(text)}</text>"
         )
     out.append(
@@ -93,9 +96,12 @@ def line_chart(
     px = [(x, _scale(x, lo, hi, _L + 20, _W - _R - 20)) for x in xs]
     y_ticks = [(_scale(v, 0, 1, _H - _B, _T), f"{v:.1f}") for v in (0, 0.2, 0.4, 0.6, 0.8, 1.0)]
     body = _axes([(p, str(x)) for x, p in px], y_ticks, x_label, y_label)
-    for s in series:
+    for i, s in enumerate(series):
+        # Equal curves (two runs with the same pass^k) are drawn a few pixels apart, so
+        # neither hides the other; the exact values are in each point's tooltip.
+        shift, lift = dodge(i, len(series), 7.0), dodge(i, len(series), 3.0)
         pts = [
-            (_scale(x, lo, hi, _L + 20, _W - _R - 20), _scale(y, 0, 1, _H - _B, _T))
+            (_scale(x, lo, hi, _L + 20, _W - _R - 20) + shift, _scale(y, 0, 1, _H - _B, _T) - lift)
             for x, y in s.points
         ]
         if len(pts) > 1:
@@ -120,29 +126,111 @@ class Point:
 
 
 def scatter(points: Sequence[Point], *, title: str, x_label: str, y_label: str) -> str:
-    """Labelled points; x from 0 to the largest value (cost), y in [0, 1] (reward)."""
-    x_hi = max((p.x for p in points), default=0.0)
-    x_hi = x_hi * 1.1 if x_hi > 0 else 1.0
-    x_ticks = [
-        (_scale(x_hi * f, 0, x_hi, _L, _W - _R), _money(x_hi * f)) for f in (0, 0.25, 0.5, 0.75, 1)
-    ]
+    """Labelled points; x from 0 to the largest value (cost), y in [0, 1] (reward).
+
+    Points that share a place (two runs with the same cost and reward) are spread around
+    it, and labels are moved apart vertically, so every run stays visible and readable.
+    """
+    ticks = nice_ticks(max((p.x for p in points), default=0.0))
+    x_hi = ticks[-1]
+    left = _L + 12  # points at cost 0 sit clear of the axis
+    x_ticks = [(_scale(v, 0, x_hi, left, _W - _R), money(v)) for v in ticks]
     y_ticks = [(_scale(v, 0, 1, _H - _B, _T), f"{v:.1f}") for v in (0, 0.2, 0.4, 0.6, 0.8, 1.0)]
     body = _axes(x_ticks, y_ticks, x_label, y_label)
-    for p in points:
-        cx, cy = _scale(p.x, 0, x_hi, _L, _W - _R), _scale(p.y, 0, 1, _H - _B, _T)
+    placed = spread(
+        [(_scale(p.x, 0, x_hi, left, _W - _R), _scale(p.y, 0, 1, _H - _B, _T)) for p in points],
+        radius=13.0,
+    )
+    labels = label_positions([cy - 8 for _, cy in placed], top=_T + 8, bottom=_H - _B - 2)
+    for p, (cx, cy), ly in zip(points, placed, labels, strict=True):
         anchor = "end" if cx > _W * 0.7 else "start"
-        dx = -8 if anchor == "end" else 8
+        # beside the whole cluster of nearby points, not over a neighbour's circle
+        near = [x for x, y in placed if abs(x - cx) < 24 and abs(y - cy) < 24]
+        dx = (min(near) - cx - 9) if anchor == "end" else (max(near) - cx + 9)
         body.append(
-            f'<circle cx="{cx:.1f}" cy="{cy:.1f}" r="6" fill="{p.color}" fill-opacity="0.85">'
-            f"<title>{escape(p.label)}: {_money(p.x)}, {p.y:.3f}</title></circle>"
-            f'<text x="{cx + dx:.1f}" y="{cy - 8:.1f}" text-anchor="{anchor}" class="pt">'
+            f'<circle cx="{cx:.1f}" cy="{cy:.1f}" r="6" fill="{p.color}" fill-opacity="0.85" '
+            f'stroke="#fff" stroke-width="1">'
+            f"<title>{escape(p.label)}: {money(p.x)}, {p.y:.3f}</title></circle>"
+        )
+        if abs(ly - (cy - 8)) > 1:  # the label moved away: a thin leader line to its point
+            body.append(
+                f'<line x1="{cx:.1f}" y1="{cy:.1f}" x2="{cx + dx:.1f}" y2="{ly - 4:.1f}" '
+                f'stroke="{p.color}" stroke-width="0.8"/>'
+            )
+        body.append(
+            f'<text x="{cx + dx:.1f}" y="{ly:.1f}" text-anchor="{anchor}" class="pt">'
             f"{escape(p.label)}</text>"
         )
     return _svg(title, body)
 
 
-def _money(v: float) -> str:
-    return "$0" if v == 0 else f"${v:.2g}" if v < 1 else f"${v:.2f}"
+def dodge(index: int, count: int, step: float = 5.0) -> float:
+    """Horizontal shift of series `index` of `count`, so lines with equal values are all
+    seen side by side (0 for a single series)."""
+    return (index - (count - 1) / 2) * step
+
+
+# Where the 2nd, 3rd... point of a shared place goes: right, below, left, above, diagonals.
+_AROUND = tuple(math.radians(a) for a in (0, -90, 180, 90, -45, -135, 135, 45))
+
+
+def spread(
+    centres: Sequence[tuple[float, float]], radius: float = 9.0
+) -> list[tuple[float, float]]:
+    """Points closer than `radius` to an earlier one are placed on a small circle around
+    their shared centre instead of on top of each other."""
+    out: list[tuple[float, float]] = []
+    groups: list[tuple[float, float, int]] = []  # centre and how many already there
+    for x, y in centres:
+        for i, (gx, gy, n) in enumerate(groups):
+            if math.hypot(x - gx, y - gy) < radius:
+                angle = _AROUND[(n - 1) % len(_AROUND)]
+                out.append((gx + radius * math.cos(angle), gy - radius * math.sin(angle)))
+                groups[i] = (gx, gy, n + 1)
+                break
+        else:
+            groups.append((x, y, 1))
+            out.append((x, y))
+    return out
+
+
+def label_positions(
+    wanted: Sequence[float], top: float, bottom: float, gap: float = 13.0
+) -> list[float]:
+    """Baselines for labels wanted at `wanted` (y), at least `gap` apart, kept in
+    [top, bottom]: labels of nearby points are stacked instead of printed over each other."""
+    order = sorted(range(len(wanted)), key=lambda i: wanted[i])
+    out = list(wanted)
+    last = -math.inf
+    for i in order:
+        out[i] = max(wanted[i], last + gap, top)
+        last = out[i]
+    overflow = last - bottom
+    if overflow > 0:  # pushed below the plot: shift the stack up, keeping the gaps
+        for i in order:
+            out[i] = max(top, out[i] - overflow)
+    return out
+
+
+def nice_ticks(hi: float, count: int = 5) -> list[float]:
+    """0 to a round number >= `hi` in round steps (1, 2, 2.5 or 5 times a power of ten):
+    tick labels such as $0.002, $0.004 rather than $0.0013, $0.0026."""
+    if hi <= 0:
+        return [0.0, 0.25, 0.5, 0.75, 1.0]
+    raw = hi / (count - 1)
+    power = 10 ** math.floor(math.log10(raw))
+    step = next(m * power for m in (1, 2, 2.5, 5, 10) if m * power >= raw)
+    n = math.ceil(hi / step - 1e-9)
+    return [round(i * step, 12) for i in range(n + 1)]
+
+
+def money(v: float) -> str:
+    """`$0`, `$0.0025`, `$0.5`, `$12.50`: enough digits to tell ticks apart, no more."""
+    if v == 0:
+        return "$0"
+    if v >= 1:
+        return f"${v:.2f}"
+    return "$" + f"{v:.6f}".rstrip("0").rstrip(".")
 
 
 @dataclass(frozen=True)

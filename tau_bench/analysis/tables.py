@@ -11,6 +11,14 @@ from typing import Any
 from rich.markup import escape
 
 from tau_bench.analysis.compare import Cell, Comparison, RunRow
+from tau_bench.cost import money
+from tau_bench.error_classes import (
+    AGENT_UNAVAILABLE,
+    AS_FAILURES,
+    EXCLUDED,
+    SHORT_LEGEND,
+    counts_short,
+)
 
 
 def fmt(value: float | None, spec: str = ".3f") -> str:
@@ -59,8 +67,13 @@ def runs_table(comparison: Comparison) -> Any:
         table.add_column(name, justify="right")
     for k in range(1, comparison.max_k + 1):
         table.add_column(f"pass^{k}", justify="right")
-    for name in ("cost", "latency p50", "latency p95", "errors"):
+    for name in ("cost", "latency p50", "latency p95"):
         table.add_column(name, justify="right")
+    table.add_column("errors h/f/u", justify="right")
+    # The second convention, shown whenever an agent was unavailable in some run.
+    alt = any(row.error_classes.get(AGENT_UNAVAILABLE) for row in comparison.rows)
+    if alt:
+        table.add_column("avg, unavail.=fail", justify="right")
     for row in comparison.rows:
         table.add_row(
             str(row.index),
@@ -71,11 +84,15 @@ def runs_table(comparison: Comparison) -> Any:
             str(row.trials),
             fmt(row.avg_reward),
             *[fmt(row.pass_hat_k.get(k)) for k in range(1, comparison.max_k + 1)],
-            fmt_cost(row.cost_total),
+            money(row.costs.get("total")) if row.costs else fmt_cost(row.cost_total),
             fmt_seconds(row.latency_p50),
             fmt_seconds(row.latency_p95),
-            str(row.errors),
+            counts_short(row.error_classes),
+            *([fmt(row.avg_reward_unavailable_failed)] if alt else []),
         )
+    table.caption = SHORT_LEGEND + (
+        f"; avg reward and pass^k: {EXCLUDED}; avg, unavail.=fail: {AS_FAILURES}" if alt else ""
+    )
     return table
 
 

@@ -36,8 +36,12 @@ def core(
     data_dir: Path | None = typer.Option(None, "--data-dir", help="τ-bench data directory."),
     repeat: int = typer.Option(20, help="Samples per median."),
     json_out: Path | None = typer.Option(None, "--json", help="Also write the figures as JSON."),
+    tau3_data_dir: Path | None = typer.Option(
+        None, "--tau3-data-dir", help="τ³ data directory (default: $TAU3_BENCH_DATA / cache)."
+    ),
 ) -> None:
-    """Data load, reset, tool steps, hash, reward, verification and memory per domain."""
+    """Data load, reset, tool steps, hash, reward, verification and memory per domain
+    (τ-bench v1, then τ³ when its data is found)."""
     from rich.console import Console
 
     from tau_bench.benchmarks.core import render, run
@@ -47,9 +51,49 @@ def core(
     results = run(root, repeat)
     console = Console(width=150)
     console.print(render(results))
+    tau3 = _tau3_core(console, tau3_data_dir)
     console.print(f"machine: {_machine()}")
     if json_out:
-        json_out.write_text(json.dumps(results, indent=2))
+        json_out.write_text(json.dumps({**results, "tau3": tau3} if tau3 else results, indent=2))
+
+
+def _tau3_core(console: Any, data_dir: Path | None) -> dict[str, Any] | None:
+    """τ³'s table (`tau_bench.tau3.bench`) and the whole-process verification time."""
+    import subprocess
+    import sys
+    import time
+
+    from tau_bench.data.errors import DataDirError
+    from tau_bench.tau3.bench import format_table, run_bench
+    from tau_bench.tau3.data import resolve_tau3_data_dir
+
+    try:
+        root = resolve_tau3_data_dir(data_dir)
+    except DataDirError as exc:
+        console.print(f"τ³: skipped ({exc})", markup=False)
+        return None
+    rows = run_bench(root)
+    console.print("\nτ³ (tau2-bench 1.0.1)")
+    console.print(format_table(rows), markup=False)
+    tau = Path(sys.executable).with_name("tau")
+    cmd = [
+        str(tau),
+        "tasks",
+        "verify",
+        "--env",
+        "tau3/airline,tau3/retail",
+        "--data-dir",
+        str(root),
+    ]
+    started = time.perf_counter()
+    done = subprocess.run(cmd, capture_output=True, text=True, timeout=900)
+    whole = time.perf_counter() - started
+    console.print(
+        f"whole process `tau tasks verify --env tau3/airline,tau3/retail` (164 tasks): "
+        f"{whole:.2f} s, exit {done.returncode}",
+        markup=False,
+    )
+    return {"domains": rows, "verify_process_s": whole, "verify_exit": done.returncode}
 
 
 @app.command("runner")
@@ -61,12 +105,13 @@ def runner(
     latency: float = typer.Option(0.2, help="Seconds the fake server takes per model call."),
     env: str = typer.Option("airline", help="Domain of the (scripted) episodes."),
     stack: str = typer.Option(
-        "both", help="litellm | litellm-sdk | raw, or both (litellm, raw) or all."
+        "both", help="litellm | direct | litellm-sdk | raw, or both (litellm, direct, raw) or all."
     ),
     model: str = typer.Option("openai/gpt-4o-mini", help="Model name sent (and priced)."),
     progress: bool = typer.Option(False, help="Attach the CLI's progress bar to every run."),
     processes: int = typer.Option(1, help="Split every level over N processes started together."),
-    workers: int = typer.Option(1, help="Run every level with tau run --workers N (litellm)."),
+    backend: str = typer.Option("local", help="Where episodes run: local, ray, or both."),
+    workers: str = typer.Option("1,2", help="Ray worker counts of the ray rows (e.g. 1,2)."),
     data_dir: Path | None = typer.Option(None, "--data-dir", help="τ-bench data directory."),
     json_out: Path | None = typer.Option(None, "--json", help="Also write the rows as JSON."),
     markdown: bool = typer.Option(False, help="Also print the table as Markdown."),
@@ -92,11 +137,17 @@ def runner(
         pairs = [(c, episodes) for c, _ in pairs]
     stacks = {"both": bench.STACKS, "all": bench.ALL_STACKS}.get(stack, (stack,))
     if any(s not in bench.ALL_STACKS for s in stacks):
-        fail(f"unknown --stack {stack!r}: choose litellm, litellm-sdk, raw, both or all")
+        fail(f"unknown --stack {stack!r}: choose litellm, direct, litellm-sdk, raw, both or all")
     if latency <= 0:
         fail("--latency must be positive")
     if processes < 1 or any(min(c, n) < processes for c, n in pairs):
         fail("--processes must be at least 1 and at most every level's concurrency and episodes")
+    if backend not in ("local", "ray", "both"):
+        fail(f"unknown --backend {backend!r}: choose local, ray or both")
+    try:
+        ray_workers = bench.parse_workers(workers)
+    except ValueError as exc:
+        fail(str(exc))
     root = resolve_data_dir(data_dir)
     try:
         rows = bench.run_runner_benchmark(
@@ -108,7 +159,8 @@ def runner(
             model=model,
             progress=_throwaway_progress if progress else None,
             processes=processes,
-            workers=workers,
+            workers=ray_workers,
+            backends=("local", "ray") if backend == "both" else (backend,),
         )
     except ValueError as exc:
         fail(str(exc))

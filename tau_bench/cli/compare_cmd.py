@@ -53,19 +53,26 @@ def _compare(
     resamples: int,
     confidence: float,
     by_user_model: bool,
+    allow_mismatch: bool = False,
 ) -> Comparison:
-    """The comparison; its `runs` are the runs as compared (one per row)."""
+    """The comparison; its `runs` are the runs as compared (one per row). Unlike runs
+    are refused first (exit 3; `tau_bench.cli.compare_checks`)."""
     from tau_bench.analysis.compare import ComparisonError, UnknownBaseline, compare_runs
+    from tau_bench.cli.compare_checks import check_confounds
 
     if resamples < 1:
         fail("--bootstrap must be at least 1")
     if not 0 < confidence < 1:
         fail("--confidence must be between 0 and 1 (e.g. 0.95)")
     runs = _load(results)
+    confounds = check_confounds(
+        runs, intersect=intersect, allow_mismatch=allow_mismatch, console=_console()
+    )
     try:
-        return compare_runs(
+        comparison = compare_runs(
             runs,
-            intersect=intersect,
+            # --allow-mismatch on different task sets compares on the shared tasks
+            intersect=intersect or bool(confounds.get("warning")),
             baseline=0 if baseline is None else baseline,
             resamples=resamples,
             confidence=confidence,
@@ -76,6 +83,8 @@ def _compare(
         fail(f"--{exc}")
     except ComparisonError as exc:
         fail(str(exc))
+    comparison.confounds = confounds
+    return comparison
 
 
 Results = Annotated[list[Path], typer.Argument(help=RESULTS_HELP, show_default=False)]
@@ -90,6 +99,14 @@ Baseline = Annotated[
 Seed = Annotated[int, typer.Option("--seed", help="Bootstrap seed.")]
 Resamples = Annotated[int, typer.Option("--bootstrap", help="Bootstrap resamples.")]
 Confidence = Annotated[float, typer.Option("--confidence", help="Confidence level.")]
+AllowMismatch = Annotated[
+    bool,
+    typer.Option(
+        "--allow-mismatch",
+        help="Compare runs that differ in more than the agent (task set or definitions, "
+        "suite version, user simulator, judge); every output then says so first.",
+    ),
+]
 ByUserModel = Annotated[
     bool,
     typer.Option(
@@ -113,8 +130,30 @@ def compare(
         bool, typer.Option("--matrix/--no-matrix", help="Print the per-task matrix.")
     ] = True,
     by_user_model: ByUserModel = False,
+    allow_mismatch: AllowMismatch = False,
+    gate: Annotated[
+        bool,
+        typer.Option(
+            "--gate",
+            help="Regression gate on BASE NEW: exit 1 when NEW is worse by more than "
+            "--max-drop with the bootstrap's confidence.",
+        ),
+    ] = False,
+    max_drop: Annotated[
+        float | None, typer.Option("--max-drop", help="Largest acceptable drop (--gate).")
+    ] = None,
 ) -> None:
     """Compare runs: metrics per run, paired difference with a bootstrap CI, per task."""
+    from tau_bench.cli.compare_checks import (
+        check_gate_args,
+        gate_exit,
+        print_costs,
+        print_variance,
+        run_gate,
+    )
+
+    check_gate_args(gate, by_user_model, max_drop)
+    from tau_bench.analysis.clean_subset import comparison_dict, comparison_table
     from tau_bench.analysis.tables import matrix_table, paired_table, runs_table
     from tau_bench.results import write_json_atomic
 
@@ -126,18 +165,28 @@ def compare(
         resamples=resamples,
         confidence=confidence,
         by_user_model=by_user_model,
+        allow_mismatch=allow_mismatch,
     )
     console = _console()
     console.print(runs_table(comparison))
+    clean = comparison_table(comparison)  # official vs clean subset, τ³ runs only
+    if clean is not None:
+        console.print(clean)
     if comparison.paired:
         console.print(paired_table(comparison))
     if matrix:
         console.print(matrix_table(comparison))
+    print_costs(console, comparison)
+    if by_user_model:
+        print_variance(console, comparison)
+    gate_result = run_gate(console, comparison, max_drop) if gate else None
     for label, ids in comparison.dropped.items():
         _note(f"{label}: {len(ids)} task(s) not in every run were left out (--intersect)")
     if json_out is not None:
-        write_json_atomic(json_out, comparison.to_dict())
+        data = {**comparison.to_dict(), **comparison_dict(comparison)}
+        write_json_atomic(json_out, {**data, **({"gate": gate_result} if gate_result else {})})
         _note(f"wrote {json_out}")
+    gate_exit(gate_result)
 
 
 def report(
@@ -156,6 +205,7 @@ def report(
     resamples: Resamples = 10_000,
     confidence: Confidence = 0.95,
     by_user_model: ByUserModel = False,
+    allow_mismatch: AllowMismatch = False,
 ) -> None:
     """One self-contained HTML report: tables, charts, every trajectory."""
     from tau_bench.analysis.report import write_report
@@ -175,7 +225,11 @@ def report(
         resamples=resamples,
         confidence=confidence,
         by_user_model=by_user_model,
+        allow_mismatch=allow_mismatch,
     )
+    warning = comparison.confounds.get("warning")
+    if warning:  # the page's first heading says it too
+        title = f"{warning} | {title or 'τ-bench comparison'}"
     try:
         write_report(output, comparison, title=title)
     except OSError as exc:
@@ -223,8 +277,21 @@ def rescore(
             help="Also score original τ-bench episodes that never finished (they got 0).",
         ),
     ] = False,
+    judge_model: Annotated[
+        str | None,
+        typer.Option(
+            "--judge-model", help="τ³ NL-assertion judge: a model, or assume-met (offline)."
+        ),
+    ] = None,
 ) -> None:
     """Replay recorded trajectories on today's domain and recompute their rewards."""
+    if env is not None and env.strip().startswith("tau3/"):  # a τ² results file
+        from tau_bench.cli.tau2_cmd import rescore_tau2
+
+        rescore_tau2(results, env.strip(), judge_model, output, data_dir)
+        return
+    if judge_model is not None:
+        fail("--judge-model applies to τ³ rescoring only (--env tau3/<domain>)")
     from tau_bench.analysis.loading import ResultsLoadError, load_run
     from tau_bench.analysis.rescore import RescoreError, rescore_run, write_rescored
     from tau_bench.domains import Domain as V1Domain
@@ -390,8 +457,12 @@ def _print_analysis(analysis: Any) -> None:
 
 def export(
     results: Results,
-    output: Annotated[Path, typer.Option("-o", "--output", help="Folder to write into.")],
-    format: Annotated[str, typer.Option("--format", help="Export format: mt-bench.")] = "mt-bench",
+    output: Annotated[
+        Path, typer.Option("-o", "--output", help="Folder to write into (MT-bench: ./data).")
+    ] = Path("data"),
+    format: Annotated[
+        str, typer.Option("--format", help="Export format: mt-bench or tau2.")
+    ] = "mt-bench",
     dataset: Annotated[
         str | None, typer.Option("--dataset", help="Dataset name (default: the run's domain).")
     ] = None,
@@ -402,8 +473,13 @@ def export(
     """Export results in another format (mt-bench: per-task chat JSONL and a scores file)."""
     from tau_bench.analysis.mt_bench import write_mt_bench
 
+    if format == "tau2":  # τ³ runs as τ² results files (tau2 view / evaluate-trajs)
+        from tau_bench.cli.tau2_cmd import export_tau2
+
+        export_tau2(_load(results), output, None)
+        return
     if format != "mt-bench":
-        fail(f"unknown export format {format!r} (available: mt-bench)")
+        fail(f"unknown export format {format!r} (available: mt-bench, tau2)")
     for run in _load(results):
         folder = write_mt_bench(
             run.records,

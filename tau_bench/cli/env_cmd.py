@@ -2,7 +2,8 @@
 
 For debugging what a hosted agent's tool calls do. Each input line is a tool call
 `{"name": ..., "kwargs": {...}}` or `{"reset": true}` (start again from the pristine DB);
-each tool call prints `{"observation": <str>, "data_hash": <str>}`.
+each tool call prints `{"observation": <str>, "data_hash": <str>}`. τ³ domains
+(`--env tau3/<domain>`) have their own interface: see `tau_bench.cli.tau3_cmds`.
 """
 
 from __future__ import annotations
@@ -13,6 +14,8 @@ from pathlib import Path
 
 import typer
 
+from tau_adapters import jsonsafe
+
 app = typer.Typer(no_args_is_help=True)
 
 
@@ -20,10 +23,23 @@ app = typer.Typer(no_args_is_help=True)
 def exec_(
     env: str = typer.Option(..., "--env", help="Domain: airline or retail."),
     data_dir: Path | None = typer.Option(None, "--data-dir", help="τ-bench data directory."),
+    deterministic_ids: bool = typer.Option(
+        False,
+        "--deterministic-ids",
+        help="τ³: ids drawn at random (uuid4) become B00000001, B00000002, … in draw order.",
+    ),
 ) -> None:
     """Read tool calls as JSON lines on stdin; write one JSON line per call."""
     from tau_bench.cli.errors import fail
     from tau_bench.suites import load_domain
+
+    if env.strip().startswith("tau3/"):
+        from tau_bench.cli.tau3_cmds import exec_tau3
+
+        exec_tau3(env.strip(), data_dir, deterministic_ids)
+        return
+    if deterministic_ids:
+        fail("--deterministic-ids is for τ³ domains (--env tau3/...)")
 
     domain = load_domain(env, data_dir)
     environment = domain.new_env()
@@ -32,7 +48,9 @@ def exec_(
         if not line.strip():
             continue
         try:
-            request = json.loads(line)
+            request = jsonsafe.loads(line)
+        except jsonsafe.JSONDepthError as exc:
+            fail(f"line {lineno}: {exc}")
         except json.JSONDecodeError as exc:
             fail(f"line {lineno}: not JSON ({exc.msg})")
         if not isinstance(request, dict):

@@ -118,7 +118,13 @@ def _execute(cfg: Any, *, resume: bool, quiet: bool, config_path: Path) -> None:
         raise SystemExit(130) from None
     progress.finished()
     # Wide when piped, so the table's k columns are not squeezed into 80 characters.
-    Console(width=None if sys.stdout.isatty() else 200).print(render_eval(outcome.report))
+    out = Console(width=None if sys.stdout.isatty() else 200)
+    out.print(render_eval(outcome.report))
+    from tau_bench.analysis.variance import parts_from_dict, variance_table
+
+    out.print(
+        variance_table({outcome.report["name"]: parts_from_dict(outcome.report.get("variance"))})
+    )
     print(f"report: {outcome.path}", file=err.file, flush=True)
     errors = outcome.report["overall"]["errors"]
     if errors:

@@ -196,6 +196,13 @@ def _flags(
             help="Run at most N tool calls of a turn (1 reproduces the original).",
         ),
     ] = None,
+    platform_price_per_request: Annotated[
+        float | None,
+        typer.Option(
+            "--platform-price-per-request",
+            help="USD a hosted platform charges per agent request (default: unknown).",
+        ),
+    ] = None,
     output_format: Annotated[
         str,
         typer.Option("--output-format", help="tau-bench (MT-bench files: tau export)."),

@@ -1,9 +1,18 @@
-"""What `tau run` shows while and after it runs: the progress bar, the summary table,
-and the distinct episode errors."""
+"""What `tau run` shows while and after it runs: the progress bar (a line every N
+episodes when stderr is not a terminal), the summary table, and the distinct episode
+errors."""
 
 from __future__ import annotations
 
-from typing import Any
+import math
+import os
+import sys
+import time
+from typing import Any, TextIO
+
+# Episodes between two progress lines when stderr is not a terminal (CI logs, nohup);
+# unset: about a tenth of the run, at most 10. `0` turns the lines off.
+EVERY_ENV = "TAU_PROGRESS_EVERY"
 
 
 def error_examples(records: Any, limit: int = 3) -> list[str]:
@@ -104,6 +113,57 @@ class RichProgress:
             self._progress = None
 
 
+class LineProgress(RichProgress):
+    """The progress bar's numbers as one plain line every `every` episodes (and at the
+    last one): a bar redrawn with carriage returns is noise in a CI log or nohup.out."""
+
+    def __init__(self, stream: TextIO, every: int | None = None) -> None:
+        super().__init__(console=None, enabled=False)
+        self.stream = stream
+        self.every = every
+        self._total = 0
+        self._done = 0
+        self._start = 0.0
+        self._resumed = 0
+
+    def started(self, total: int, done: list[Any]) -> None:
+        super().started(total, done)
+        self._total, self._done, self._resumed = total, len(done), len(done)
+        self._start = time.monotonic()
+        if self.every is None:
+            self.every = max(1, min(10, math.ceil(total / 10)))
+
+    def episode_done(self, record: Any) -> None:
+        super().episode_done(record)
+        self._done += 1
+        if self.every and (self._done % self.every == 0 or self._done == self._total):
+            self.stream.write(self.line() + "\n")
+            self.stream.flush()
+
+    def line(self) -> str:
+        """`episodes 10/40 (25%) · pass 80.0% · errors 0 · $0.0123 · 12s · eta 36s`."""
+        elapsed = time.monotonic() - self._start
+        ran = self._done - self._resumed
+        left = self._total - self._done
+        eta = f"{elapsed / ran * left:.0f}s" if ran and left else "-"
+        share = f"{self._done / self._total:.0%}" if self._total else "-"
+        return (
+            f"episodes {self._done}/{self._total} ({share}) · pass {self._rate()} · "
+            f"errors {self._errors} · ${self._cost:.4f} · {elapsed:.0f}s · eta {eta}"
+        )
+
+
+def make_progress(console: Any, quiet: bool) -> RichProgress:
+    """The bar on a terminal, plain lines otherwise (see `EVERY_ENV`), nothing if quiet."""
+    if quiet:
+        return RichProgress(console, enabled=False)
+    if console.is_terminal:
+        return RichProgress(console, enabled=True)
+    raw = os.environ.get(EVERY_ENV, "").strip()
+    every = int(raw) if raw.isdigit() else None
+    return LineProgress(sys.stderr, every)
+
+
 def _fmt(value: Any, spec: str = ".3f") -> str:
     return "-" if value is None else format(value, spec)
 
@@ -121,9 +181,17 @@ def render_summary(summary: dict[str, Any]) -> Any:
         f"({summary['episodes_scored']} scored)",
     )
     table.add_row("errors (not scored)", str(summary["errors"]))
+    from tau_bench.error_classes import summary_rows
+
+    for label, value in summary_rows(summary):
+        table.add_row(label, value)
     table.add_row("average reward", _fmt(summary["avg_reward"], ".4f"))
     for k, v in summary["pass_hat_k"].items():
         table.add_row(f"pass^{k}", _fmt(v, ".4f"))
+    from tau_bench.analysis.clean_subset import summary_rows as clean_subset_rows
+
+    for name, value in clean_subset_rows(summary):  # official vs clean subset (τ³ registry)
+        table.add_row(name, value)
     for title, key in (("user", "by_user_model"), ("domain", "by_domain")):
         groups = summary.get(key) or {}
         if len(groups) < 2:
@@ -135,8 +203,10 @@ def render_summary(summary: dict[str, Any]) -> Any:
                 f"pass^1 {_fmt(group['pass_hat_k'].get('1'), '.4f')} "
                 f"({group['scored']} scored)",
             )
-    cost = summary["cost"]
-    table.add_row("cost agent / user", f"${cost['agent']:.4f} / ${cost['user']:.4f}")
+    from tau_bench.cost import summary_rows as cost_rows
+
+    for label, value in cost_rows(summary):
+        table.add_row(label, value)
     tokens = summary["tokens"]
     for side in ("agent", "user"):
         t = tokens[side]

@@ -11,11 +11,16 @@ import typer
 app = typer.Typer(no_args_is_help=True)
 
 ENV_OPT = typer.Option(..., "--env", help="Domain: airline or retail.")
-SPLIT_OPT = typer.Option("test", "--task-split", "--task_split", help="Task split.")
+SPLIT_OPT = typer.Option(
+    None, "--task-split", "--task_split", help="Task split (default: test; τ³: base)."
+)
+JUDGE_OPT = typer.Option(
+    None, "--judge-model", help="τ³: NL-assertion judge (default for verify: assume-met)."
+)
 DATA_OPT = typer.Option(None, "--data-dir", help="τ-bench data directory.")
 
 
-def _load(env: str, split: str, data_dir: Path | None, tasks_file: Path | None = None):  # type: ignore[no-untyped-def]
+def _load(env: str, split: str | None, data_dir: Path | None, tasks_file: Path | None = None):  # type: ignore[no-untyped-def]
     from tau_bench.suites import load_domain
     from tau_bench.tasks import load_tasks
 
@@ -27,7 +32,7 @@ def _load(env: str, split: str, data_dir: Path | None, tasks_file: Path | None =
 @app.command("list")
 def list_(
     env: str = ENV_OPT,
-    task_split: str = SPLIT_OPT,
+    task_split: str | None = SPLIT_OPT,
     data_dir: Path | None = DATA_OPT,
     width: int = typer.Option(90, help="Instruction preview width."),
 ) -> None:
@@ -35,21 +40,24 @@ def list_(
     from rich.console import Console
     from rich.table import Table
 
-    _, tasks = _load(env, task_split, data_dir)
+    domain, tasks = _load(env, task_split, data_dir)
+    task_split = task_split or domain.default_split
     table = Table(title=f"{env} / {task_split}: {len(tasks)} tasks")
     for col in ("id", "user", "actions", "outputs", "instruction"):
         table.add_column(col, overflow="ellipsis", no_wrap=col != "instruction")
     for i, t in enumerate(tasks):
         preview = t.instruction if len(t.instruction) <= width else t.instruction[: width - 1] + "…"
-        table.add_row(str(i), t.user_id, str(len(t.actions)), ", ".join(t.outputs), preview)
+        table.add_row(str(i), t.user_id or "-", str(len(t.actions)), ", ".join(t.outputs), preview)
     Console().print(table)
 
 
 @app.command("show")
 def show(
-    task_id: int = typer.Argument(..., help="Task index in the split."),
-    env: str = ENV_OPT,
-    task_split: str = SPLIT_OPT,
+    task_ref: str = typer.Argument(
+        ..., metavar="TASK", help="Task index in the split, or ENV/ID (tau3/airline/12)."
+    ),
+    env: str | None = typer.Option(None, "--env", help="Domain (or name it in TASK)."),
+    task_split: str | None = SPLIT_OPT,
     data_dir: Path | None = DATA_OPT,
     as_json: bool = typer.Option(False, "--json", help="Print the task as JSON."),
 ) -> None:
@@ -57,8 +65,15 @@ def show(
     from rich.console import Console
 
     from tau_bench.cli.errors import fail
+    from tau_bench.cli.lineage_show import parse_show_id, print_v1_counterpart
 
-    _, tasks = _load(env, task_split, data_dir)
+    try:
+        env, ref = parse_show_id(task_ref, env)
+        task_id = int(ref)
+    except ValueError as exc:
+        fail(str(exc) if "int" not in str(exc) else f"task id must be an index, got {task_ref}")
+    domain, tasks = _load(env, task_split, data_dir)
+    task_split = task_split or domain.default_split
     if not 0 <= task_id < len(tasks):
         fail(f"task id {task_id} out of range (0..{len(tasks) - 1} in {env}/{task_split})")
     task = tasks[task_id]
@@ -74,6 +89,8 @@ def show(
             f"  {i + 1}. {a.name}({json.dumps(a.kwargs, ensure_ascii=False)})", markup=False
         )
     console.print(f"\n[bold]Required outputs[/bold]: {', '.join(task.outputs) or '(none)'}")
+    if env.startswith("tau3/"):
+        print_v1_counterpart(console, env, task)
 
 
 @app.command("verify")
@@ -81,12 +98,13 @@ def verify(
     env: str = typer.Option(
         ..., "--env", help="Domain(s): airline, retail, a comma-separated list, or all."
     ),
-    task_split: str = SPLIT_OPT,
+    task_split: str | None = SPLIT_OPT,
     data_dir: Path | None = DATA_OPT,
     tasks_file: Path | None = typer.Option(
         None, "--tasks-file", help="Verify tasks from a JSON file."
     ),
     show_all: bool = typer.Option(False, "--all", help="List every task, not only failures."),
+    judge_model: str | None = JUDGE_OPT,
 ) -> None:
     """Replay every task's ground truth as an agent; exit 0 only if all score 1.0."""
     from rich.console import Console
@@ -99,6 +117,13 @@ def verify(
     envs = list(DOMAIN_NAMES) if env == "all" else [e.strip() for e in env.split(",") if e.strip()]
     if tasks_file and len(envs) != 1:
         fail("--tasks-file needs exactly one --env")
+    if any(e.startswith("tau3/") for e in envs):
+        from tau_bench.cli.tau3_cmds import verify_tau3
+
+        if not all(e.startswith("tau3/") for e in envs):
+            fail("verify τ³ and τ-bench v1 domains in separate commands")
+        raise typer.Exit(verify_tau3(envs, task_split, data_dir, judge_model, show_all, tasks_file))
+    task_split = task_split or "test"
     console = Console()
     total = passed = 0
     overall = time.perf_counter()

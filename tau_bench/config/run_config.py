@@ -11,13 +11,13 @@ same fingerprint.
 from __future__ import annotations
 
 import hashlib
-from typing import Any
+from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 from tau_adapters.conversation import DEFAULT_MAX_STEPS
 from tau_adapters.redaction import redact_secrets
-from tau_bench.task_ids import parse_run_task_id
+from tau_bench.task_ids import expand_task_ids
 
 OUTPUT_FORMATS = ("tau-bench",)
 
@@ -31,6 +31,9 @@ _NOT_RESULT_FIELDS = frozenset(
         "shuffle",
         "max_concurrency",
         "workers",
+        "backend",
+        "ray_address",
+        "llm_path",
         "log_dir",
         "resume",
         "provider_limits",
@@ -41,6 +44,11 @@ _NOT_RESULT_FIELDS = frozenset(
         "user_api_base",
         "tasks_file",
         "run_name",
+        "platform_price_per_request",
+        "skip_preflight",
+        "max_consecutive_failures",
+        "episode_timeout",
+        "turn_timeout",
     }
 )
 
@@ -83,6 +91,7 @@ class RunConfig(BaseModel):
     user_top_p: float | None = Field(default=None, gt=0, le=1)
     user_affirmative: str | None = None
     task_split: str = "test"
+    judge_model: str | None = None
     start_index: int = 0
     end_index: int = -1
     task_ids: list[int | str] | None = None
@@ -90,6 +99,12 @@ class RunConfig(BaseModel):
     num_trials: int = Field(default=1, ge=1)
     max_concurrency: int = Field(default=1, ge=1)
     workers: int = Field(default=1, ge=1)
+    # Where episodes run: this process ("local") or Ray workers (`workers` of them; on the
+    # cluster at `ray_address`, else a local Ray). `workers` > 1 alone means a local Ray.
+    backend: Literal["local", "ray"] = "local"
+    ray_address: str | None = None
+    # Model calls: litellm, the direct OpenAI-compatible path, or "auto" (direct where exact).
+    llm_path: Literal["auto", "litellm", "direct"] = "auto"
     seed: int = 10
     shuffle: int = 0
     log_dir: str = "results"
@@ -103,6 +118,13 @@ class RunConfig(BaseModel):
     agent_options: dict[str, Any] = Field(default_factory=dict)
     run_name: str | None = None
     quiet: bool = False
+    # USD per agent request on a hosted platform (Dialogflow CX...); None: unknown.
+    platform_price_per_request: float | None = Field(default=None, ge=0)
+    # Failing fast (tau_bench.runner.preflight / breaker / deadlines; docs/running.md).
+    skip_preflight: bool = False
+    max_consecutive_failures: int = Field(default=5, ge=0)  # 0: never stop early
+    episode_timeout: float = Field(default=1800.0, gt=0)
+    turn_timeout: float = Field(default=600.0, gt=0)
 
     @model_validator(mode="before")
     @classmethod
@@ -140,7 +162,7 @@ class RunConfig(BaseModel):
             return None
         out: list[int | str] = []
         for item in value if isinstance(value, list | tuple) else [value]:
-            out.append(parse_run_task_id(item))
+            out.extend(expand_task_ids(item))  # `0-4` ranges too (YAML, the API)
         return out
 
     @field_validator("output_format")
@@ -165,6 +187,12 @@ class RunConfig(BaseModel):
         # The short form `--model openai/gpt-4o`: the provider is the model's prefix.
         if self.model_provider is None and self.model and "/" in self.model:
             object.__setattr__(self, "model_provider", self.model.split("/", 1)[0])
+        if "task_split" not in self.model_fields_set and any("/" in e for e in self.envs):
+            from tau_bench.suites import default_split_for
+
+            split = default_split_for(self.envs)
+            if split is not None:  # τ³: `base`
+                object.__setattr__(self, "task_split", split)
         if self.user_models:
             # With a rotation, `user_model` is its first model (file names, old readers);
             # each model's provider comes from its own prefix (see `user_options`).
@@ -216,7 +244,12 @@ class RunConfig(BaseModel):
             "seed": self.seed if seed is None else seed,
             "affirmative": self.user_affirmative,
         }
-        return {k: v for k, v in options.items() if v is not None}
+        options = {k: v for k, v in options.items() if v is not None}
+        if self.user_strategy not in ("scripted", "human"):
+            from tau_bench.llm.gemini import resolve_gemini  # a bare `gemini-*` name
+
+            options.update(resolve_gemini(model, provider, self.agent_options))
+        return options
 
     def fingerprint(self) -> dict[str, Any]:
         """The fields that change results (secrets hashed): resume requires equality."""

@@ -74,7 +74,8 @@ class TauBenchEnv(gymnasium.Env[str, Any]):
     `user_provider`, `user_api_base`, `user_temperature`, `user_top_p`, `user_options`
     (more `build_user` options), `max_turns` (agent actions per episode), `task_ids`
     (the tasks a reset without `task_id` draws from; default all of the split),
-    `data_dir` (default `$TAU_BENCH_DATA`), `render_mode` ("ansi" or None).
+    `data_dir` (default `$TAU_BENCH_DATA`), `render_mode` ("ansi" or None),
+    `judge_model` (τ³ domains: the NL-assertion judge, `assume-met` offline).
     """
 
     metadata: dict[str, Any] = {"render_modes": ["ansi"], "render_fps": 4}  # noqa: RUF012
@@ -95,6 +96,7 @@ class TauBenchEnv(gymnasium.Env[str, Any]):
         task_ids: list[int] | None = None,
         data_dir: str | None = None,
         render_mode: str | None = None,
+        judge_model: str | None = None,
     ) -> None:
         if user_strategy not in USER_STRATEGIES:
             raise UnknownUserStrategyError(
@@ -105,6 +107,7 @@ class TauBenchEnv(gymnasium.Env[str, Any]):
         if render_mode is not None and render_mode not in self.metadata["render_modes"]:
             raise ValueError(f"unknown render mode {render_mode!r} (available: ansi)")
         self.data_dir = data_dir
+        self.judge_model = judge_model
         self.domain_name = domain
         self.split = split
         load_domain(domain, data_dir).tasks(split)  # fail fast on a bad domain or split
@@ -194,6 +197,8 @@ class TauBenchEnv(gymnasium.Env[str, Any]):
             task_id = int(index)
         split = str(opts.get("split") or self.split)
         domain = load_domain(domain_name, self.data_dir)
+        if self.judge_model is not None and hasattr(domain, "for_run"):
+            domain = domain.for_run(self)  # τ³: the NL judge of this gym
         tasks = domain.tasks(split)
         if task_id is None:
             same = domain_name == self.domain_name and split == self.split
@@ -277,7 +282,7 @@ class TauBenchEnv(gymnasium.Env[str, Any]):
     ) -> tuple[str, float, bool, bool, dict[str, Any]]:
         """Score the episode as `tau run` does (cut off by max turns: reward 0)."""
         conversation = episode.conversation
-        reward = score_episode(episode.env, conversation.stop_reason)
+        reward = score_episode(episode.env, conversation.stop_reason, conversation.messages)
         truncated = conversation.cut_off
         info["stop_reason"] = conversation.stop_reason
         info["reward_info"] = reward.to_dict()

@@ -11,6 +11,7 @@ One job per module:
     clients.py    pooled httpx clients handed to litellm
     response.py   `Completion`: message, usage, cost
     complete.py   `complete`, the call itself
+    direct.py     the direct path: OpenAI-compatible calls on the `openai` client
 
 Importing this package has no side effects and does not import litellm (it takes
 seconds); call `configure_litellm()` where a run starts.
@@ -28,6 +29,7 @@ from tau_bench.llm.classify import (
 from tau_bench.llm.clients import POOLED_PROVIDERS, SHARD_CALLS, aclose_clients, client_counts
 from tau_bench.llm.complete import complete
 from tau_bench.llm.config import DEFAULT_RETRY, LLMConfig
+from tau_bench.llm.direct import LLM_PATHS, llm_path, set_llm_path
 from tau_bench.llm.errors import (
     LLMAuthError,
     LLMBadRequestError,
@@ -44,6 +46,7 @@ from tau_bench.llm.runtime import OPENAI_HANDLER_ENV, configure_litellm
 __all__ = [
     "DEFAULT_RETRY",
     "KEY_PROVIDERS",
+    "LLM_PATHS",
     "OPENAI_HANDLER_ENV",
     "POOLED_PROVIDERS",
     "RETRYABLE_STATUS",
@@ -64,10 +67,12 @@ __all__ = [
     "client_counts",
     "complete",
     "configure_litellm",
+    "llm_path",
     "missing_key",
     "provider_limits",
     "provider_of",
     "redact",
     "retry_after",
+    "set_llm_path",
     "set_provider_limits",
 ]

@@ -33,6 +33,13 @@ _MISSING_CREDENTIALS = re.compile(
     r"|no (?:api )?key (?:is )?(?:set|provided|found)"
 )
 
+# Google credentials refused or absent (token exchange, ADC, AI Studio keys): litellm
+# wraps them as connection errors or 400s, but no retry can fix them.
+_GOOGLE_AUTH = re.compile(
+    r"invalid_grant|RefreshError|Failed to load vertex credentials|DefaultCredentialsError"
+    r"|Could not automatically determine credentials|API key not valid|API_KEY_INVALID"
+)
+
 
 def provider_of(config: LLMConfig) -> str:
     """The provider name a model call goes to (the key of the concurrency caps)."""
@@ -87,8 +94,8 @@ def status_of(exc: BaseException) -> int | None:
 def classify(exc: BaseException) -> tuple[type[LLMError], bool]:
     """The error type an exception maps to, and whether another attempt may succeed."""
     module = litellm()
-    if _MISSING_CREDENTIALS.search(str(exc)):  # raised before any request: never retry
-        return LLMAuthError, False
+    if _MISSING_CREDENTIALS.search(str(exc)) or _GOOGLE_AUTH.search(str(exc)):
+        return LLMAuthError, False  # credentials missing or refused: never retry
     if isinstance(exc, module.ContextWindowExceededError):
         return LLMContextWindowError, False
     if isinstance(exc, module.AuthenticationError | module.PermissionDeniedError):

@@ -3,21 +3,25 @@
 Why one function: retries, cost, token usage, seeds, provider concurrency caps and error
 typing must behave the same whoever calls the model. OpenAI-format calls go through
 litellm's own HTTP handler, pooled clients are handed to litellm, the cost litellm already
-computed is reused, and a missing API key fails before any request.
+computed is reused, and a missing API key fails before any request. OpenAI-compatible
+calls take the direct path (`tau_bench.llm.direct`) where it sends exactly the same.
 """
 
 from __future__ import annotations
 
 import asyncio
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from typing import Any
 
+from tau_adapters.protocol import Usage
 from tau_adapters.redaction import redact_text
+from tau_bench.llm import direct
 from tau_bench.llm.classify import classify, missing_key, provider_of, retry_after, status_of
 from tau_bench.llm.clients import client_pool
 from tau_bench.llm.config import LLMConfig
-from tau_bench.llm.errors import LLMAuthError
+from tau_bench.llm.direct import use_direct
+from tau_bench.llm.errors import LLMAuthError, LLMError
 from tau_bench.llm.limits import semaphore
 from tau_bench.llm.response import Completion, message_dict, raw_json, usage_of
 from tau_bench.llm.retry import RetryRecord, call_with_retries
@@ -30,6 +34,7 @@ MESSAGE_LIMIT = 500
 def error_message(exc: BaseException, config: LLMConfig) -> str:
     """The provider's error text on one line, secrets masked, cut to `MESSAGE_LIMIT`."""
     text = str(exc) or type(exc).__name__
+    text = text.split("Traceback (most recent call last)", 1)[0]  # litellm appends one
     secret = config.extra.get("api_key") if config.extra else None
     text = redact_text(text, [secret if isinstance(secret, str) else None])
     text = " ".join(text.split())
@@ -87,6 +92,8 @@ async def complete(
             model=config.model,
             attempts=0,
         )
+    if use_direct(config, overrides):
+        return await _complete_direct(config, provider, messages, tools, overrides)
     kwargs = _arguments(config, messages, tools, overrides)
     # A caller's own client or TLS setting wins over the shared clients.
     pool = (
@@ -94,8 +101,6 @@ async def complete(
         if "client" in kwargs or "ssl_verify" in kwargs
         else client_pool(provider, config.api_base, config.timeout)
     )
-    retries: list[RetryRecord] = []
-    started = time.perf_counter()
 
     async def send() -> Any:
         if pool is None:
@@ -105,6 +110,58 @@ async def complete(
             return await module.acompletion(**kwargs, client=client)
         finally:
             pool.release(slot)
+
+    response, retries, latency = await _with_retries(config, provider, send, classify)
+    return Completion(
+        message=message_dict(response),
+        usage=usage_of(module, response),
+        retries=retries,
+        raw=raw_json(response),
+        model=config.model,
+        latency=latency,
+    )
+
+
+async def _complete_direct(
+    config: LLMConfig,
+    provider: str,
+    messages: Sequence[Mapping[str, Any]],
+    tools: Sequence[Mapping[str, Any]] | None,
+    overrides: Mapping[str, Any],
+) -> Completion:
+    """The direct path (`tau_bench.llm.direct`): same retries, errors and record."""
+
+    async def send() -> Any:
+        return await direct.send(config, messages, tools, overrides)
+
+    data, retries, latency = await _with_retries(config, provider, send, direct.classify_direct)
+    usage = data.get("usage") or {}
+    model = direct.request_model(config)
+    return Completion(
+        message=direct.message_of(data),
+        usage=Usage(
+            prompt_tokens=int(usage.get("prompt_tokens") or 0),
+            completion_tokens=int(usage.get("completion_tokens") or 0),
+            cost=direct.cost_of(model, usage),
+            calls=1,
+        ),
+        retries=retries,
+        raw=data,
+        model=config.model,
+        latency=latency,
+    )
+
+
+async def _with_retries(
+    config: LLMConfig,
+    provider: str,
+    send: Callable[[], Awaitable[Any]],
+    classifier: Callable[[BaseException], tuple[type[LLMError], bool]],
+) -> tuple[Any, list[RetryRecord], float]:
+    """`send()` under the provider cap and the retry policy: (response, the retries
+    made, the last attempt's latency); a final failure as its typed `LLMError`."""
+    retries: list[RetryRecord] = []
+    started = time.perf_counter()
 
     async def call() -> Any:
         nonlocal started
@@ -116,7 +173,7 @@ async def complete(
             return await send()
 
     def record(attempt: int, exc: BaseException, wait: float) -> None:
-        kind = classify(exc)[0].kind
+        kind = classifier(exc)[0].kind
         message = error_message(exc, config)
         retries.append(RetryRecord(attempt, kind, status_of(exc), message, wait))
 
@@ -125,14 +182,14 @@ async def complete(
             call,
             config.policy(),
             attempts=config.attempts(),
-            retryable=lambda exc: classify(exc)[1],
+            retryable=lambda exc: classifier(exc)[1],
             asked_wait=retry_after,
             on_retry=record,
         )
     except asyncio.CancelledError:
         raise
     except Exception as exc:
-        error_type, retryable = classify(exc)
+        error_type, retryable = classifier(exc)
         tried = len(retries) + 1
         suffix = f" after {tried} attempts" if tried > 1 else ""
         raise error_type(
@@ -144,11 +201,4 @@ async def complete(
             attempts=tried,
             retries=retries,
         ) from None
-    return Completion(
-        message=message_dict(response),
-        usage=usage_of(module, response),
-        retries=retries,
-        raw=raw_json(response),
-        model=config.model,
-        latency=time.perf_counter() - started,
-    )
+    return response, retries, time.perf_counter() - started

@@ -1,6 +1,7 @@
-"""Running evaluations: plan (`plan`), run (`core`), worker processes (`pool`), `tau eval`
-(`evaluation`). The names below are the library's entry points."""
+"""Running evaluations: plan (`plan`), run (`core`), where episodes run (`backends`:
+Ray), `tau eval` (`evaluation`). The names below are the library's entry points."""
 
+from tau_bench.runner.backends import worker_config
 from tau_bench.runner.core import (
     NO_MODEL_USERS,
     Runner,
@@ -10,7 +11,6 @@ from tau_bench.runner.core import (
 )
 from tau_bench.runner.evaluation import EvalOutcome, eval_report, prepare_eval, run_eval
 from tau_bench.runner.plan import Key, RunPlan, TaskId, TaskRef, prepare_run, task_data_hash
-from tau_bench.runner.pool import worker_config
 
 __all__ = [
     "NO_MODEL_USERS",

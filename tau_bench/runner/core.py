@@ -5,9 +5,9 @@
 `tau_bench.llm`, and live episodes of a hosted agent named by its strategy), appends
 each finished episode to the log, and at the end - or on cancellation (Ctrl-C) - writes
 the τ-bench results file and the summary from everything finished so far. One failing
-episode is recorded as an error and never stops the others. With `workers` > 1 the
-episodes run in spawned processes (`tau_bench.runner.workers`); this process still
-writes every file.
+episode is recorded as an error and never stops the others. With `backend="ray"` (or
+`workers` > 1: a local Ray) the episodes run on Ray workers
+(`tau_bench.runner.backends.ray`); this process still writes every file.
 
 Per episode, the runner derives a seed from (run seed, task id, trial)
 (`tau_bench.config.episode_seed`) and gives it to the user simulator and, through
@@ -26,12 +26,15 @@ import time
 from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
-from tau_adapters.protocol import AdapterError, UserSimulator
+from tau_adapters.protocol import AdapterError, ToolServerRequest, UserSimulator
 from tau_adapters.registry import AgentProvider, UnknownAdapterError, build_provider
+from tau_bench.analysis.clean_subset import summary_section as clean_subset_section
 from tau_bench.config import RunConfig, RunConfigError, episode_seed
+from tau_bench.cost import episode_cost
 from tau_bench.episode import run_task, session_for
+from tau_bench.manifest import apply_display_name, build_manifest, display_name
 from tau_bench.metrics import summarize
 from tau_bench.results import (
     OUTPUT_WRITERS,
@@ -42,10 +45,19 @@ from tau_bench.results import (
     record_from_exception,
     write_json_atomic,
 )
+from tau_bench.runner.backends import is_entry_point
+from tau_bench.runner.breaker import CircuitBreaker
+from tau_bench.runner.deadlines import (
+    EpisodeTimeoutError,
+    episode_deadline,
+    user_with_deadline,
+    with_turn_deadline,
+)
 from tau_bench.runner.plan import Key, RunPlan, prepare_run
-from tau_bench.runner.pool import WorkerPool, is_entry_point
-from tau_bench.toolserver.host import ToolServerHost
 from tau_bench.users import UnknownUserStrategyError, build_user
+
+if TYPE_CHECKING:
+    from tau_bench.toolserver.host import ToolServerHost
 
 NO_MODEL_USERS = frozenset({"scripted", "human"})
 
@@ -67,6 +79,16 @@ class RunOutcome:
     summary: dict[str, Any]
     ran: int
     interrupted: bool = False
+
+
+def provider_secrets(provider: AgentProvider) -> list[str]:
+    """The values a provider declares secret (optional `secrets` attribute: its tokens,
+    API keys), masked in every record; a provider that fails to say declares none."""
+    try:
+        found = getattr(provider, "secrets", None) or ()
+        return [str(s) for s in found if s]
+    except Exception:
+        return []
 
 
 class _ProviderSlots:
@@ -107,6 +129,8 @@ class Runner:
         self._started = 0.0
         self._tool_host: ToolServerHost | None = None
         self.outcome: RunOutcome | None = None
+        self.manifest: dict[str, Any] = {}
+        self.breaker = CircuitBreaker(self.config.max_consecutive_failures)
 
     # The pieces that can fail on configuration run before any file is touched.
     def _build_provider(self) -> AgentProvider:
@@ -151,8 +175,14 @@ class Runner:
             "task_data_hash": plan.task_hash,
             "task_source": plan.source,
             "task_ids": sorted(plan.tasks),
+            "manifest": self.manifest,
         }
         return ResultsLog.create(plan.log_path, header)
+
+    def _describe(self, provider: AgentProvider) -> None:
+        """The agent's display name into the run name; the run manifest (`tau_bench.manifest`)."""
+        apply_display_name(self.plan, display_name(provider))
+        self.manifest = build_manifest(self.plan, provider)
 
     def user_model_for(self, key: Key) -> str:
         """The user model of (task, trial): round-robin over `user_models` by sample index."""
@@ -178,9 +208,11 @@ class Runner:
         t0 = time.perf_counter()
         stage = "agent"
         try:
-            adapter = provider.new_adapter()
+            adapter = with_turn_deadline(provider.new_adapter(), cfg.turn_timeout)
             stage = "user"
             user = self._new_user(user_model, seed)
+            if cfg.user_strategy != "human":  # a person may think as long as they like
+                user = user_with_deadline(user, cfg.turn_timeout)
             stage = "episode"
             # The session names the task by its index in its domain (session.domain
             # says which); the record keeps the run's id ("retail/12" across domains).
@@ -191,31 +223,37 @@ class Runner:
                 trial,
                 metadata={"seed": seed, "sample_index": self.plan.sample_index(key)},
             )
-            scored = await run_task(
-                domain,
-                task,
-                task_id,
-                adapter,
-                user,
-                trial=trial,
-                max_steps=cfg.max_steps,
-                max_tool_calls_per_turn=cfg.max_tool_calls_per_turn,
-                session=session,
-                tool_host=self._tool_host,
+            scored = await episode_deadline(
+                run_task(
+                    domain,
+                    task,
+                    task_id,
+                    adapter,
+                    user,
+                    trial=trial,
+                    max_steps=cfg.max_steps,
+                    max_tool_calls_per_turn=cfg.max_tool_calls_per_turn,
+                    session=session,
+                    tool_host=self._tool_host,
+                ),
+                cfg.episode_timeout,
             )
-            return record_from_episode(scored, task, **meta)
+            return record_from_episode(scored, task, secrets=provider_secrets(provider), **meta)
         except Exception as exc:  # one broken episode never stops the run
             return record_from_exception(
                 task_id,
                 trial,
                 task,
                 exc,
-                source=stage,
+                source="agent" if isinstance(exc, EpisodeTimeoutError) else stage,
                 duration=time.perf_counter() - t0,
+                secrets=provider_secrets(provider),
                 **meta,
             )
 
     def _store(self, record: EpisodeRecord) -> None:
+        if record.cost is None:
+            record.cost = episode_cost(record, self.config.platform_price_per_request)
         self._records[record.key] = record
         self._ran += 1
         if self._log is not None:
@@ -231,6 +269,8 @@ class Runner:
             async with slots.hold():
                 record = await self._episode(provider, key)
             self._store(record)
+            if self.breaker.observe(record):
+                queue.clear()  # no new episodes; the running ones finish
             # An agent that never suspends (oracle) must still let Ctrl-C and the
             # other workers in between episodes.
             await asyncio.sleep(0)
@@ -252,6 +292,7 @@ class Runner:
             "wall_time": time.perf_counter() - self._started,
             "episodes_run_now": self._ran,
             "task_data_hash": self.plan.task_hash,
+            "manifest": self.manifest,
             "config": self.config.public_dict(),
             "files": {
                 "log": str(self.plan.log_path),
@@ -259,6 +300,8 @@ class Runner:
                 "summary": str(self.plan.summary_path),
             },
             **summary,
+            **clean_subset_section(records, self.config.env, self.config.num_trials),
+            **self.breaker.summary_section(),
         }
         OUTPUT_WRITERS["tau-bench"](records, self.plan.log_path)
         write_json_atomic(self.plan.summary_path, summary)
@@ -271,13 +314,16 @@ class Runner:
         """Run every pending episode. On cancellation the finished ones are written
         (log, results, summary), `self.outcome` is set, and the cancellation propagates.
 
-        With `workers` > 1 the episodes run in worker processes (`_run_in_workers`)."""
-        if self.config.workers > 1:
+        With the Ray backend the episodes run on Ray workers (`_run_in_workers`)."""
+        cfg = self.config
+        if cfg.backend == "ray" or cfg.workers > 1 or cfg.ray_address:
             return await self._run_in_workers()
         self._started = time.perf_counter()
         self._preflight_user()
         provider = self._provider or self._build_provider()
+        self._describe(provider)
         try:
+            await self._preflight(provider)
             await self._start_tool_server(provider)
             self._log = self._open_log()
         except BaseException:
@@ -312,10 +358,22 @@ class Runner:
         assert self.outcome is not None
         return self.outcome
 
+    async def _preflight(self, provider: AgentProvider) -> None:
+        """Check agent, users and judge once before any episode (`runner.preflight`)."""
+        if self.config.skip_preflight or self._user_factory is not None:
+            return
+        from tau_bench.runner.preflight import preflight
+
+        await preflight(self.config, provider, secrets=provider_secrets(provider))
+
     async def _start_tool_server(self, provider: AgentProvider) -> None:
         """Serve the episodes' tools when the provider's agent calls them itself."""
-        host = ToolServerHost.for_provider(provider)
-        if host is not None:
+        host = None
+        request = getattr(provider, "tool_server", None)
+        if isinstance(request, ToolServerRequest):
+            from tau_bench.toolserver.host import ToolServerHost  # the `http` extra
+
+            host = ToolServerHost(request)
             try:
                 await asyncio.to_thread(host.start)
             except OSError as exc:
@@ -329,14 +387,14 @@ class Runner:
         if host is not None:
             await asyncio.to_thread(host.stop)
 
-    # -- workers > 1 ----------------------------------------------------------------
+    # -- Ray workers (backend "ray", or workers > 1) ---------------------------------
 
     def _check_workers(self) -> None:
-        """Spawned workers rebuild the agent from its entry point: an injected provider,
+        """Ray workers rebuild the agent from its entry point: an injected provider,
         user factory or in-process registration would silently not be there."""
         if self._provider is not None or self._user_factory is not None:
             raise RunConfigError(
-                "workers > 1 needs the agent and user built from the config "
+                "the ray backend (workers > 1) needs the agent and user built from the config "
                 "(an injected provider or user factory cannot be sent to worker processes)"
             )
         name = self.config.agent_strategy
@@ -344,44 +402,56 @@ class Runner:
             raise RunConfigError(
                 f"agent strategy {name!r} is registered in this process only "
                 "(tau_adapters.registry.register), so worker processes cannot build it: "
-                "declare it as a 'tau_adapters' entry point, or run with workers=1"
+                "declare it as a 'tau_adapters' entry point, or run locally (workers=1)"
             )
 
     async def _run_in_workers(self) -> RunOutcome:
-        """The pending episodes split round-robin over `workers` spawned processes.
+        """The pending episodes on Ray workers (`tau_bench.runner.backends.ray`).
 
         This process stays the only writer (log, observer, results, summary); workers
-        send each finished record over a queue. A worker that dies leaves its missing
-        episodes out of the log (`--resume` re-runs them) and a line in
-        `worker_errors`; on cancellation the workers are terminated and what finished
-        is written, as with one process."""
+        return each finished record. Episodes a worker could not finish, even restarted,
+        stay out of the log (`--resume` re-runs them) with a line in `worker_errors`; on
+        cancellation the workers are killed and what finished is written, as locally."""
+        from tau_bench.runner.backends.ray import RayBackend
+
         self._started = time.perf_counter()
         self._check_workers()
         self._preflight_user()
         provider = self._build_provider()  # fail fast on configuration, then close
-        with contextlib.suppress(Exception):
-            await provider.aclose()
+        try:
+            await self._preflight(provider)
+        finally:
+            with contextlib.suppress(Exception):
+                await provider.aclose()
+        backend = RayBackend(self.config)
+        try:  # before the log: a missing extra or a bad address writes nothing
+            backend.start()
+        except ImportError as exc:
+            raise RunConfigError(f"--backend ray: {exc}") from None
+        except (ConnectionError, TimeoutError, RuntimeError) as exc:
+            where = self.config.ray_address or "a local Ray"
+            raise RunConfigError(f"--backend ray: cannot start or reach {where}: {exc}") from None
         self._log = self._open_log()
         pending = self.plan.pending
         if self.observer is not None:
             planned = set(self.plan.order)
             done = [r for k, r in self._records.items() if k in planned and not r.is_error]
             self.observer.started(len(self.plan.order), done)
-        pool = WorkerPool(self.config, pending, target=worker_main)
         interrupted = False
         try:
-            await pool.run(lambda data: self._store(EpisodeRecord.from_dict(data)))
+            await backend.run(pending, lambda data: self._store(EpisodeRecord.from_dict(data)))
         except BaseException:
             interrupted = True
             raise
         finally:
-            pool.stop(terminate=interrupted)
+            await backend.stop(graceful=not interrupted)
+            self.worker_stats = backend.worker_stats  # CPU and memory per worker (benchmarks)
             if self.observer is not None:
                 self.observer.finished()
             await self._log.aclose()
             outcome = self._finalize(interrupted)
-            if pool.errors:
-                outcome.summary["worker_errors"] = pool.errors
+            if backend.errors:
+                outcome.summary["worker_errors"] = backend.errors
                 write_json_atomic(self.plan.summary_path, outcome.summary)
         assert self.outcome is not None
         return self.outcome
@@ -397,65 +467,12 @@ class Runner:
                 pass
             else:
                 set_provider_limits(limits)
+        from tau_bench.llm.direct import set_llm_path
+
+        set_llm_path(self.config.llm_path)  # --llm-path (auto: direct where exact)
         return [self.config.agent_strategy] if limits else []
 
 
 async def run(config: RunConfig, observer: RunObserver | None = None) -> RunOutcome:
     """Prepare and run `config` (library entry point)."""
     return await Runner(prepare_run(config), observer).run()
-
-
-# -- inside a worker process (workers > 1) ---------------------------------------------
-
-
-class _WorkerRunner(Runner):
-    """A worker's runner: sends each record to the parent instead of storing it."""
-
-    def __init__(self, plan: RunPlan, out: Any) -> None:
-        super().__init__(plan)
-        self._out = out
-
-    def _store(self, record: EpisodeRecord) -> None:
-        self._out.put(("record", record.to_dict()))
-
-    async def run_keys(self, keys: list[Key]) -> None:
-        provider = self._build_provider()
-        try:
-            await self._start_tool_server(provider)
-            slots = _ProviderSlots(self.config.provider_limits, self._provider_keys())
-            queue: deque[Key] = deque(keys)
-            await asyncio.gather(
-                *(
-                    self._work(provider, queue, slots)
-                    for _ in range(min(self.config.max_concurrency, len(keys)))
-                )
-            )
-        finally:
-            await self._release(provider)
-            if "tau_bench.llm" in sys.modules:
-                from tau_bench.llm import aclose_clients
-
-                with contextlib.suppress(Exception):
-                    await aclose_clients()
-
-
-def worker_main(index: int, config_data: dict[str, Any], keys: list[Key], out: Any) -> None:
-    """Entry point of a spawned worker: run `keys`, report, exit 0 (1 on failure).
-
-    SIGINT is ignored: Ctrl-C reaches the whole process group, and the parent decides
-    (it terminates the workers and writes what finished)."""
-    import signal
-
-    signal.signal(signal.SIGINT, signal.SIG_IGN)
-    try:
-        config = RunConfig.model_validate(config_data)
-        runner = _WorkerRunner(prepare_run(config), out)
-        asyncio.run(runner.run_keys(keys))
-    except BaseException as exc:
-        out.put(("error", index, f"{type(exc).__name__}: {exc}"))
-        out.close()
-        out.join_thread()
-        raise SystemExit(1) from None
-    out.put(("done", index, None))
-    out.close()
-    out.join_thread()

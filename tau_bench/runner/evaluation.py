@@ -8,6 +8,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from tau_bench.analysis.variance import decompose_groups
 from tau_bench.config import EvalConfig, RunConfigError
 from tau_bench.metrics import eval_metrics
 from tau_bench.results import now_iso, write_json_atomic
@@ -71,6 +72,7 @@ def eval_report(
             for model, outcome in outcomes.items()
         },
         **eval_metrics(groups, config.k_values),
+        "variance": decompose_groups(groups),  # the same code as tau compare --by-user-model
     }
 
 

@@ -26,7 +26,9 @@ except ModuleNotFoundError:  # one line naming the extra, not a traceback
 
 from tau_adapters.redaction import secret_values
 from tau_bench.service import artifacts
+from tau_bench.service.guard import client_settings, read_body
 from tau_bench.service.manager import RunManager, RunNotFound, RunStateConflict
+from tau_bench.service.scores_compat import failure_reason, split_model
 from tau_bench.service.settings import ServiceSettings
 from tau_bench.service.store import (
     CANCELLED,
@@ -104,6 +106,7 @@ def create_app(settings: ServiceSettings) -> FastAPI:
         lifespan=lifespan,
         docs_url=None,
         redoc_url=None,
+        openapi_url=None,  # served below, behind the token
     )
     app.state.settings = settings
     app.state.manager = manager
@@ -143,9 +146,25 @@ def create_app(settings: ServiceSettings) -> FastAPI:
         await asyncio.to_thread(check_runnable, config, settings.data_dir)
         return manager.submit(config, origin)
 
+    @api.get("/openapi.json", include_in_schema=False)
+    async def openapi() -> dict[str, Any]:
+        return app.openapi()
+
+    @api.get("/agent-configs")
+    async def agent_configs() -> dict[str, Any]:
+        """The agent configs a request may name (their options stay on the server)."""
+        return {
+            "agent_configs": {
+                name: {"agent_strategy": conf.get("agent_strategy")}
+                for name, conf in sorted(settings.agent_configs.items())
+            }
+        }
+
     @api.post("/runs", status_code=202)
     async def submit_run(request: Request) -> JSONResponse:
-        row = await _submit(parse_body(await request.body()), "api")
+        limits = settings.limits
+        data = parse_body(await read_body(request, limits.max_body_bytes))
+        row = await _submit(client_settings(data, settings.agent_configs, limits), "api")
         return JSONResponse(
             {"run_id": row.id, "status": row.status, "links": links(row.id)},
             status_code=202,
@@ -184,9 +203,6 @@ def create_app(settings: ServiceSettings) -> FastAPI:
         except RunStateConflict as exc:
             raise HTTPException(409, detail=str(exc)) from None
 
-    def _model_name(row: RunRow) -> str:
-        return str(row.config.get("model") or row.config.get("agent_strategy") or "agent")
-
     async def _records(row: RunRow) -> list[Any]:
         """Finished episodes: the runner's in memory while it runs (its log is written
         in the background), else the log."""
@@ -197,9 +213,7 @@ def create_app(settings: ServiceSettings) -> FastAPI:
 
     async def _scores(row: RunRow) -> Response:
         found = await _records(row)
-        text = await asyncio.to_thread(
-            artifacts.scores_jsonl, found, str(row.config.get("env")), _model_name(row)
-        )
+        text = await asyncio.to_thread(artifacts.scores_jsonl, found)
         return Response(scrub(text, secret_values(row.config)), media_type=JSONL)
 
     @api.get("/runs/{run_id}/scores")
@@ -240,7 +254,10 @@ def create_app(settings: ServiceSettings) -> FastAPI:
             raise SubmissionError("model", "required (the agent model to evaluate)")
         if not subset:
             raise SubmissionError("subset", "required (the domain: airline or retail)")
-        data = {**settings.scores_settings, "model": model, "env": subset}
+        provider, name = split_model(model)
+        data = {**settings.scores_settings, "model": name, "env": subset}
+        if provider is not None:
+            data["model_provider"] = provider
         if task_id is not None:
             data["task_ids"] = [task_id]
         try:
@@ -253,11 +270,16 @@ def create_app(settings: ServiceSettings) -> FastAPI:
             raise
         row = await manager.wait(row.id, None)
         if row.status == COMPLETED:
-            return await _scores(row)
+            reason = failure_reason(await _records(row))
+            if reason is None:
+                return await _scores(row)
+            # A run whose episodes errored is no result: never a 200 with score 0.
+            detail = scrub(f"run {row.id} failed: {reason}", secret_values(row.config))
+            raise HTTPException(502, detail=detail)
         if row.status == CANCELLED:
             raise HTTPException(409, detail=f"run {row.id} was cancelled")
         if row.status == FAILED:
-            raise HTTPException(500, detail=f"run {row.id} failed: {row.error}")
+            raise HTTPException(502, detail=f"run {row.id} failed: {row.error}")
         raise HTTPException(503, detail=f"the server is stopping; run {row.id} resumes later")
 
     app.include_router(api)

@@ -2,15 +2,14 @@
 
 Everything is derived from the runner's JSONL log (the source of truth), so the files
 a finished run serves are the ones `tau export` and `tau report` would make of it, and a
-run in progress serves what has finished so far. The MT-bench scores are produced by
-`tau_bench.analysis.mt_bench.write_mt_bench` itself (into a scratch folder) rather
-than re-implemented here, so the two can never disagree.
+run in progress serves what has finished so far. The MT-bench scores are the text
+`tau_bench.analysis.mt_bench.scores_text` gives `tau export` too, rather than a
+re-implementation here, so the two can never disagree.
 """
 
 from __future__ import annotations
 
 import json
-import tempfile
 from collections.abc import Iterable
 from pathlib import Path
 
@@ -52,15 +51,11 @@ def records(log_path: str | Path | None) -> list[EpisodeRecord]:
     return ordered(contents.records.values())
 
 
-def scores_jsonl(found: list[EpisodeRecord], dataset: str, model: str) -> str:
+def scores_jsonl(found: list[EpisodeRecord]) -> str:
     """The MT-bench `<model>_scores.jsonl` of `found` (one line per episode)."""
-    from tau_bench.analysis.mt_bench import safe_name, write_mt_bench
+    from tau_bench.analysis.mt_bench import scores_text
 
-    if not found:
-        return ""
-    with tempfile.TemporaryDirectory(prefix="tau-serve-") as tmp:
-        folder = write_mt_bench(found, tmp, dataset, model)
-        return (folder / f"{safe_name(model)}_scores.jsonl").read_text(encoding="utf-8")
+    return scores_text(found)
 
 
 def trajectory_jsonl(found: list[EpisodeRecord], task_id: int | str, trial: int) -> str:

@@ -33,6 +33,17 @@ def default_state_dir() -> Path:
     return Path(platformdirs.user_data_dir("tau-adapters")) / "serve"
 
 
+@dataclass(frozen=True)
+class ServiceLimits:
+    """Upper bounds of what one request may ask for (`tau_bench.service.guard`: 422/413)."""
+
+    max_body_bytes: int = 1_000_000
+    max_trials: int = 100
+    max_task_ids: int = 10_000
+    max_episodes: int = 20_000
+    max_concurrency: int = 64
+
+
 @dataclass
 class ServiceSettings:
     """Server configuration. `token=None` means no authentication (local development)."""
@@ -43,6 +54,9 @@ class ServiceSettings:
     data_dir: str | None = None
     scores_settings: dict[str, Any] = field(default_factory=lambda: dict(DEFAULT_SCORES_SETTINGS))
     max_wait: float = 600.0
+    # Agents with options, registered by the operator; requests name them (`agent_config`).
+    agent_configs: dict[str, dict[str, Any]] = field(default_factory=dict)
+    limits: ServiceLimits = field(default_factory=ServiceLimits)
 
     def __post_init__(self) -> None:
         if self.max_runs < 1:

@@ -15,6 +15,7 @@ import re
 from collections.abc import Mapping
 from typing import Any
 
+from tau_adapters import jsonsafe
 from tau_bench.config import (
     RunConfig,
     RunConfigError,
@@ -48,7 +49,9 @@ class SubmissionError(ValueError):
 def parse_body(raw: bytes) -> dict[str, Any]:
     """The request body as a JSON object."""
     try:
-        data = json.loads(raw or b"null")
+        data = jsonsafe.loads(raw or b"null")
+    except jsonsafe.JSONDepthError as exc:
+        raise SubmissionError("body", str(exc)) from None
     except (json.JSONDecodeError, UnicodeDecodeError) as exc:
         message = getattr(exc, "msg", "not UTF-8")
         raise SubmissionError("body", f"not valid JSON ({message})") from None

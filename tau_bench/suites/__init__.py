@@ -34,6 +34,7 @@ __all__ = [
     "UnknownDomainError",
     "UnknownSplitError",
     "all_domain_names",
+    "default_split_for",
     "load_domain",
     "split_env",
     "suites",
@@ -73,6 +74,19 @@ def split_env(env: str) -> tuple[Suite, str]:
     raise UnknownDomainError(
         f"unknown env {env!r} (available: {', '.join(all_domain_names()) or 'none'})"
     )
+
+
+def default_split_for(envs: list[str]) -> str | None:
+    """The split a run of `envs` uses when none is given, if their suites name one
+    (τ³: `base`); None keeps the run default (`test`, τ-bench v1's)."""
+    found = set()
+    for env in envs:
+        try:
+            suite, _ = split_env(env)
+        except UnknownDomainError:
+            return None
+        found.add(getattr(suite, "default_split", None))
+    return found.pop() if len(found) == 1 else None
 
 
 def load_domain(env: str, data_dir: str | Path | None = None) -> Domain:

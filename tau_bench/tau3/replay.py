@@ -88,7 +88,9 @@ def replay_task(
     out.trajectory = trajectory
     if evaluate_result:
         try:
-            out.evaluation = evaluate(domain, task, trajectory, "agent_stop", judge=judge)
+            out.evaluation = evaluate(
+                domain, task, trajectory, "agent_stop", judge=judge, live_env=env
+            )
         except Exception as exc:
             out.error = f"{type(exc).__name__}: {exc}"
     return out

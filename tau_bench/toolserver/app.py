@@ -12,7 +12,6 @@ GET    /health                        the only route without the bearer token
 from __future__ import annotations
 
 import contextlib
-import json
 import secrets
 from collections.abc import AsyncIterator
 from typing import Any
@@ -23,6 +22,7 @@ from mcp.server.streamable_http_manager import StreamableHTTPASGIApp, Streamable
 from starlette.routing import Route
 from starlette.types import ASGIApp, Receive, Scope, Send
 
+from tau_adapters import jsonsafe
 from tau_bench.toolserver.mcp_server import build_mcp_server
 from tau_bench.toolserver.openapi import build_openapi, tool_functions
 from tau_bench.toolserver.sessions import SessionError, SessionNotFound, SessionStore
@@ -154,7 +154,7 @@ def create_app(
             return _error(404, f"unknown tool {name!r}")
         body = await _json_body(request)
         if isinstance(body, _Invalid):
-            return _error(400, "body must be JSON (the tool's arguments)")
+            return _error(400, body.reason)
         kwargs = {} if body is None else body
         try:
             output = store.execute(session_id, name, kwargs)
@@ -170,7 +170,8 @@ def create_app(
 
 
 class _Invalid:
-    pass
+    def __init__(self, reason: str = "body must be JSON (the tool's arguments)") -> None:
+        self.reason = reason
 
 
 async def _json_body(request: Request) -> Any:
@@ -178,7 +179,9 @@ async def _json_body(request: Request) -> Any:
     if not raw.strip():
         return None
     try:
-        return json.loads(raw)
+        return jsonsafe.loads(raw)
+    except jsonsafe.JSONDepthError as exc:
+        return _Invalid(f"body is {exc}")
     except ValueError:
         return _Invalid()
 

@@ -6,7 +6,7 @@ from typing import Any
 
 from tau_adapters.protocol import UserSimulator
 
-USER_STRATEGIES = ("llm", "react", "verify", "reflection", "human", "scripted")
+USER_STRATEGIES = ("llm", "react", "verify", "reflection", "human", "scripted", "tau3")
 
 
 class UnknownUserStrategyError(ValueError):
@@ -23,6 +23,10 @@ def build_user(strategy: str, **options: Any) -> UserSimulator:
             affirmative=options.get("affirmative") or DEFAULT_AFFIRMATIVE,
             max_turns=int(options.get("max_turns") or 10),
         )
+    if strategy == "tau3":
+        from tau_bench.users.tau3_user import build_tau3_user
+
+        return build_tau3_user(**options)
     if strategy not in USER_STRATEGIES:
         raise UnknownUserStrategyError(
             f"unknown user strategy {strategy!r} (available: {', '.join(USER_STRATEGIES)})"

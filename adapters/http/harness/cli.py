@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import sys
 from pathlib import Path
 from typing import NoReturn
@@ -56,14 +57,25 @@ def init(
 
 
 @app.command()
-def check(config: Path = typer.Argument(..., help="The bot config (YAML or JSON).")) -> None:
-    """Validate a bot config (with the current environment) and summarise it."""
+def check(
+    config: Path = typer.Argument(..., help="The bot config (YAML or JSON)."),
+    probe: bool = typer.Option(
+        False, "--probe", help="Also send the bot one message and show the parsed turn."
+    ),
+    message: str = typer.Option(
+        "Hello, I need help with my order.", "--message", help="What --probe says."
+    ),
+    env: str = typer.Option("retail", "--env", help="Domain whose tools --probe declares."),
+) -> None:
+    """Validate a bot config (with the current environment) and summarise it; `--probe`
+    sends one real message and shows how the reply was read."""
     from adapters.http.config import ConfigError, load_config
 
     try:
-        cfg = load_config(config).config
+        loaded = load_config(config)
     except ConfigError as exc:
         _fail(str(exc))
+    cfg = loaded.config
     send = cfg.message
     results = cfg.tool_results_request()
     print(f"{config}: ok")
@@ -71,6 +83,15 @@ def check(config: Path = typer.Argument(..., help="The bot config (YAML or JSON)
     print(f"  messages     : {send.method} {send.path or '/'} ({send.stream})")
     print(f"  tool results : {cfg.tool_results.mode}, {results.method} {results.path or '/'}")
     print(f"  server tools : {'on' if cfg.server_tools.enabled else 'off'}")
+    if probe:
+        from adapters.http.harness.probe import probe_bot
+        from tau_adapters.protocol import AdapterError
+
+        try:
+            lines = asyncio.run(probe_bot(loaded, message, env))
+        except AdapterError as exc:
+            _fail(f"probe failed ({exc.kind}): {exc}")
+        print("\n".join(lines))
 
 
 @app.command()

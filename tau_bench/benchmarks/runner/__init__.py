@@ -23,6 +23,7 @@ render (tables, `--levels`), __main__ (the command line).
 
 from tau_bench.benchmarks.runner.levels import (
     ALL_STACKS,
+    BACKENDS,
     DEFAULT_LATENCY,
     DEFAULT_LEVELS,
     STACK_HELP,
@@ -30,10 +31,17 @@ from tau_bench.benchmarks.runner.levels import (
     run_runner_benchmark,
 )
 from tau_bench.benchmarks.runner.measure import DEFAULT_MODEL, PeakRSS, Setup
-from tau_bench.benchmarks.runner.render import COLUMNS, markdown, parse_levels, render
+from tau_bench.benchmarks.runner.render import (
+    COLUMNS,
+    markdown,
+    parse_levels,
+    parse_workers,
+    render,
+)
 
 __all__ = [
     "ALL_STACKS",
+    "BACKENDS",
     "COLUMNS",
     "DEFAULT_LATENCY",
     "DEFAULT_LEVELS",
@@ -44,6 +52,7 @@ __all__ = [
     "Setup",
     "markdown",
     "parse_levels",
+    "parse_workers",
     "render",
     "run_runner_benchmark",
 ]

@@ -16,10 +16,12 @@ from tau_bench.fakes.process import OpenAIServerProcess
 
 DEFAULT_LEVELS = [(1, 20), (50, 500), (200, 500)]
 DEFAULT_LATENCY = 0.2
-STACKS = ("litellm", "raw")
-ALL_STACKS = ("litellm", "litellm-sdk", "raw")
+STACKS = ("litellm", "direct", "raw")
+ALL_STACKS = ("litellm", "direct", "litellm-sdk", "raw")
+BACKENDS = ("local", "ray")
 STACK_HELP = {
-    "litellm": "the real tool-calling agent and LLM user through tau_bench.llm",
+    "litellm": "the real tool-calling agent and LLM user through tau_bench.llm (litellm path)",
+    "direct": "the same on the direct path (--llm-path direct: the openai client)",
     "litellm-sdk": "the same, with litellm's openai-SDK route and its default clients "
     "(how tau_bench.llm called OpenAI-compatible servers before)",
     "raw": "a minimal agent and user on bare asyncio connections: the runner's own cost",
@@ -118,9 +120,10 @@ def run_level(
     return {
         "stack": label
         + (f" x{processes} proc" if processes > 1 else "")
-        + (f" x{setup.workers} workers" if setup.workers > 1 else ""),
+        + (f" ray x{setup.workers}" if setup.backend == "ray" else ""),
         "processes": processes,
-        "workers": setup.workers,
+        "backend": setup.backend,
+        "workers": setup.workers if setup.backend == "ray" else 0,
         "concurrency": concurrency,
         "episodes": episodes,
         "calls": calls,
@@ -154,7 +157,8 @@ def run_runner_benchmark(
     model: str = DEFAULT_MODEL,
     progress: Callable[[], Any] | None = None,
     processes: int = 1,
-    workers: int = 1,
+    workers: tuple[int, ...] = (1, 2),
+    backends: tuple[str, ...] = ("local",),
 ) -> list[dict[str, Any]]:
     """One row per stack and (concurrency, episodes) level; see the module docstring.
 
@@ -163,9 +167,10 @@ def run_runner_benchmark(
     default clients; "raw" swaps both for bare asyncio clients to isolate the runner's
     overhead. `processes` > 1 splits every level evenly over that many processes started
     together. `progress`, a module-level function returning a runner observer, attaches
-    one (the CLI's progress bar) to every run. `workers` > 1 runs every level with `tau run --workers` (the runner's own
-    worker processes; litellm stacks only). A one-episode warm-up per stack (imports,
-    connections) is not measured.
+    one (the CLI's progress bar) to every run. `backends` "ray" runs every level of the
+    model-client stacks with `tau run --backend ray` once per count in `workers`, on one
+    local Ray started for the benchmark. A one-episode warm-up per stack and backend
+    (imports, connections) is not measured.
     """
     unknown = [s for s in stacks if s not in ALL_STACKS]
     if unknown:
@@ -173,10 +178,12 @@ def run_runner_benchmark(
     levels = levels or DEFAULT_LEVELS
     if processes < 1 or any(min(c, n) < processes for c, n in levels):
         raise ValueError("every level needs at least one episode and one slot per process")
-    if workers < 1:
+    if not workers or min(workers) < 1:
         raise ValueError("--workers must be at least 1")
-    if workers > 1 and (processes > 1 or "raw" in stacks):
-        raise ValueError("--workers takes the litellm stacks and no --processes")
+    if any(b not in BACKENDS for b in backends):
+        raise ValueError(f"unknown backend(s) {backends}; choose from {', '.join(BACKENDS)}")
+    if "ray" in backends and processes > 1:
+        raise ValueError("--backend ray takes no --processes")
     from tau_bench.llm import configure_litellm
 
     configure_litellm()
@@ -184,14 +191,39 @@ def run_runner_benchmark(
         os.environ.setdefault("OPENAI_API_KEY", "mock-server-needs-no-key")
     server = OpenAIServerProcess(RESPONDER, latency=latency)
     rows = []
+    ray = start_bench_ray(max(workers)) if "ray" in backends else None
     try:
         with tempfile.TemporaryDirectory(prefix="runner-bench-") as tmp:
-            setup = Setup(server.base, env, data_dir, tmp, model, progress, workers)
             for stack in stacks:
-                measure(setup, stack, 1, 1)  # warm-up: imports, first connections
-                for concurrency, episodes in levels:
-                    row = run_level(server, setup, stack, concurrency, episodes, latency, processes)
-                    rows.append(row)
+                for backend, count in runs(stack, backends, workers):
+                    setup = Setup(server.base, env, data_dir, tmp, model, progress, count, backend)
+                    measure(setup, stack, 1, 1)  # warm-up: imports, first connections
+                    for concurrency, episodes in levels:
+                        rows.append(
+                            run_level(
+                                server, setup, stack, concurrency, episodes, latency, processes
+                            )
+                        )
     finally:
         server.stop()
+        if ray is not None:
+            ray.shutdown()
     return rows
+
+
+def runs(stack: str, backends: tuple[str, ...], workers: tuple[int, ...]) -> list[tuple[str, int]]:
+    """(backend, workers) pairs a stack is measured on (raw: local only, its clients
+    are injected objects that cannot travel to Ray workers)."""
+    out = [("local", 1)] if "local" in backends else []
+    if "ray" in backends and stack != "raw":
+        out += [("ray", n) for n in workers]
+    return out
+
+
+def start_bench_ray(workers: int) -> Any:
+    """One local Ray for every Ray row (runs join it): `workers` CPUs, no dashboard."""
+    from tau_bench.runner.backends.ray import ray_module
+
+    ray = ray_module()
+    ray.init(address="local", num_cpus=workers, include_dashboard=False, log_to_driver=False)
+    return ray

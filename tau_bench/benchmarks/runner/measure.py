@@ -11,7 +11,7 @@ import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 from tau_bench.benchmarks.runner.raw_stack import RawStack
 
@@ -19,34 +19,19 @@ DEFAULT_MODEL = "openai/gpt-4o-mini"  # a priced model: cost is computed as in r
 
 
 class PeakRSS:
-    """Samples this process's resident memory every 20 ms in a thread; with `workers`,
-    plus that of its `tau run --workers` processes (spawned multiprocessing children)."""
+    """Samples this process's resident memory every 20 ms in a thread (Ray workers
+    report their own peak)."""
 
-    def __init__(self, workers: bool = False) -> None:
+    def __init__(self) -> None:
         import psutil
 
         self._proc = psutil.Process()
-        self._workers = workers
-        self._is_worker: dict[int, bool] = {}
         self.peak = self._proc.memory_info().rss
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._loop, daemon=True)
 
     def _rss(self) -> int:
-        import psutil
-
-        total = int(self._proc.memory_info().rss)
-        if not self._workers:
-            return total
-        for child in self._proc.children():
-            try:
-                if child.pid not in self._is_worker:
-                    self._is_worker[child.pid] = "spawn_main" in " ".join(child.cmdline())
-                if self._is_worker[child.pid]:
-                    total += child.memory_info().rss
-            except psutil.Error:
-                continue  # exited meanwhile
-        return total
+        return int(self._proc.memory_info().rss)
 
     def _loop(self) -> None:
         while not self._stop.wait(0.02):
@@ -100,7 +85,8 @@ class Setup:
     workdir: str = "."
     model: str = DEFAULT_MODEL
     progress: Callable[[], Any] | None = None  # an observer factory (the CLI's progress bar)
-    workers: int = 1  # `tau run --workers` (not for the raw stack: its clients are injected)
+    workers: int = 1  # Ray workers when `backend` is "ray"
+    backend: Literal["local", "ray"] = "local"  # "ray": `tau run --backend ray` (not raw)
 
 
 def measure(setup: Setup, stack: str, concurrency: int, episodes: int) -> dict[str, Any]:
@@ -121,6 +107,8 @@ def measure(setup: Setup, stack: str, concurrency: int, episodes: int) -> dict[s
         tasks_file=str(tasks_file(Path(setup.workdir), setup.env, setup.data_dir, episodes)),
         max_concurrency=concurrency,
         workers=setup.workers,
+        backend=setup.backend,
+        llm_path="direct" if stack == "direct" else "litellm",
         data_dir=setup.data_dir,
         log_dir=setup.workdir,
         run_name=f"bench_{stack}_c{concurrency}_n{episodes}_{os.getpid()}_{time.monotonic_ns()}",
@@ -129,8 +117,11 @@ def measure(setup: Setup, stack: str, concurrency: int, episodes: int) -> dict[s
     plan = prepare_run(config)
     observer = setup.progress() if setup.progress is not None else None
     clients: dict[str, int] = {}
+    workers: list[dict[str, Any]] = []
 
     async def go() -> Any:
+        from tau_bench.llm.direct import direct_client_count
+
         if stack == "raw":
             raw = RawStack(setup.base)
             runner = Runner(plan, observer, provider=raw.provider(), user_factory=raw.user)
@@ -140,20 +131,22 @@ def measure(setup: Setup, stack: str, concurrency: int, episodes: int) -> dict[s
             return await runner.run()
         finally:
             clients.update(client_counts())
+            clients["direct"] = direct_client_count()
+            workers.extend(getattr(runner, "worker_stats", []))
             await aclose_clients()
 
-    with openai_route(stack), PeakRSS(workers=setup.workers > 1) as rss:
-        cpu0 = time.process_time() + children_cpu()
+    with openai_route(stack), PeakRSS() as rss:
+        cpu0 = time.process_time()
         t0 = time.perf_counter()
         outcome = asyncio.run(go())
         wall = time.perf_counter() - t0
-        # The workers have been reaped by now: their CPU is in the children's usage.
-        cpu = time.process_time() + children_cpu() - cpu0
+        # Ray workers report the CPU they spent on episodes (their imports excluded).
+        cpu = time.process_time() - cpu0 + sum(w["cpu_s"] for w in workers)
     summary = outcome.summary
     return {
         "wall_s": wall,
         "cpu_s": cpu,
-        "peak_rss_mb": rss.peak / 2**20,
+        "peak_rss_mb": rss.peak / 2**20 + sum(w["peak_rss_mb"] for w in workers),
         "http_clients": sum(clients.values()),
         "agent_turn_p50_s": summary["latency"]["agent_turn"]["p50"],
         "agent_turn_p95_s": summary["latency"]["agent_turn"]["p95"],
@@ -161,12 +154,3 @@ def measure(setup: Setup, stack: str, concurrency: int, episodes: int) -> dict[s
         "error_kinds": summary["error_kinds"],
         "avg_reward": summary["avg_reward"],
     }
-
-
-def children_cpu() -> float:
-    """CPU seconds of this process's reaped children (`tau run --workers` processes; the
-    fake server is still running, so not counted)."""
-    import resource
-
-    usage = resource.getrusage(resource.RUSAGE_CHILDREN)
-    return usage.ru_utime + usage.ru_stime

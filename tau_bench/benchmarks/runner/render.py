@@ -65,3 +65,14 @@ def parse_levels(text: str) -> list[tuple[int, int]]:
             raise ValueError(f"bad level {part!r}: concurrency and episodes must be >= 1")
         out.append((concurrency, episodes))
     return out
+
+
+def parse_workers(text: str) -> tuple[int, ...]:
+    """`--workers 1,2`: the Ray worker counts measured."""
+    try:
+        counts = tuple(int(part) for part in text.replace(" ", "").split(",") if part)
+    except ValueError:
+        raise ValueError(f"--workers expects counts like 1,2, got {text!r}") from None
+    if not counts or min(counts) < 1:
+        raise ValueError("--workers counts must be at least 1")
+    return counts

@@ -151,7 +151,7 @@ def test_emulator_from_environment(monkeypatch: pytest.MonkeyPatch) -> None:
         ({"session_ttl": 90000}, "at most 86400"),
         ({"session_ttl": "soon"}, "must be a number"),
         ({"response_view": "huge"}, "response_view"),
-        ({"gcp_sa_file": "/nonexistent/key.json"}, "service-account file not found"),
+        ({"gcp_sa_file": "/nonexistent/key.json"}, "credentials file not found"),
         ({"location": "us central"}, "bad location"),
     ],
 )

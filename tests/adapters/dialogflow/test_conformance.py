@@ -66,7 +66,7 @@ def test_bad_service_account_file_never_leaks_its_content(tmp_path: Path) -> Non
     config = load_config({"agent_id": "a", "project_id": "p", "gcp_sa_file": str(key)})
     with pytest.raises(AdapterConfigError) as info:
         load_credentials(config)
-    assert "not a usable service-account key file" in str(info.value)
+    assert "not a usable Google credentials file" in str(info.value)
     assert "SECRET" not in str(info.value)
 
 

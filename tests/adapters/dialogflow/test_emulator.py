@@ -72,7 +72,7 @@ async def airline_session() -> SessionContext:
 
 
 async def _run(emu: Emulator, provider: DialogflowProvider | None = None, **kwargs: Any) -> Any:
-    provider = provider or provider_for(emu.address)
+    provider = provider or provider_for(emu.address, trace="full")
     domain = load_domain("airline", DATA_DIR)
     try:
         return await run_task(

@@ -79,7 +79,7 @@ async def test_booking_amounts_are_stored_as_ints(provider: DialogflowProvider) 
 
 
 async def test_trajectory_keeps_raw_requests_latency_and_trace(emulator: Emulator) -> None:
-    provider = provider_for(emulator.address, session_ttl=600)
+    provider = provider_for(emulator.address, session_ttl=600, trace="full")
     try:
         episode = await _episode("airline", 2, provider.new_adapter())
     finally:
@@ -99,9 +99,12 @@ async def test_trajectory_keeps_raw_requests_latency_and_trace(emulator: Emulato
     info = first.extra["generative_info"][0]
     assert info["current_playbooks"][0].endswith("/playbooks/00000000-0000-0000-0000-000000000000")
     assert "user_utterance" in info["action_tracing_info"]["actions"][0]
-    # Later requests carry the tool results, not the parameters again.
+    assert params["tau_session"] is True
+    # Later requests carry the parameters again (a recreated session keeps its task),
+    # without the first request's marker (so a reset session shows).
     second = agent_turns[1].raw[0]["request"]
-    assert "parameters" not in second.get("query_params", {})
+    assert second["query_params"]["parameters"]["task_id"] == 2
+    assert "tau_session" not in second["query_params"]["parameters"]
     result = second["query_input"]["tool_call_result"]
     assert result["action"] == "update_reservation_flights"
     assert result["tool"].startswith("projects/proj/locations/global/agents/agent-1/tools/")
@@ -126,7 +129,8 @@ async def test_faults_are_retried_within_an_episode(emulator: Emulator) -> None:
     ]
     retries = [r for t in episode.result.turns for r in t.extra.get("retries", [])]
     assert [r["code"] for r in retries] == ["UNAVAILABLE", "UNAVAILABLE", "RESOURCE_EXHAUSTED"]
-    assert retries[-1]["delay"] == pytest.approx(0.01) and retries[-1]["server_delay"]
+    # the server's delay, plus up to 20 % jitter (never earlier than asked)
+    assert 0.01 <= retries[-1]["delay"] <= 0.012 and retries[-1]["server_delay"]
 
 
 async def test_ambiguous_failure_is_retried_once_then_ends_the_episode(emulator: Emulator) -> None:

@@ -126,7 +126,7 @@ async def test_named_playbook_is_created_then_left_alone(bare: Emulator, clients
 async def test_a_provisioned_agent_runs_episodes(bare: Emulator, clients: Clients) -> None:
     domain = load_domain("retail", DATA_DIR)
     await _provisioner(clients, bare).run("retail", domain.tool_schemas, domain.policy)
-    provider = provider_for(bare.address, agent_id=AGENT, project_id=None)
+    provider = provider_for(bare.address, agent_id=AGENT, project_id=None, trace="full")
     try:
         names = await provider.tool_names()
         assert sorted(names.values()) == sorted(t["function"]["name"] for t in domain.tool_schemas)

@@ -59,8 +59,40 @@ async def test_retry_info_is_honoured() -> None:
     call = Flaky(gexc.ResourceExhausted("quota", details=[_retry_info(7.5)]))
     result, log, fake = await _run(call)
     assert result == "ok" and call.calls == 2
-    assert fake.slept == [7.5]
-    assert log.retries == [{"code": "RESOURCE_EXHAUSTED", "delay": 7.5, "server_delay": True}]
+    [slept] = fake.slept  # the server's delay plus up to 20 % jitter, never less
+    assert 7.5 <= slept <= 9.0
+    assert log.retries == [{"code": "RESOURCE_EXHAUSTED", "delay": slept, "server_delay": True}]
+
+
+async def test_server_delays_are_jittered_so_episodes_do_not_retry_in_lockstep() -> None:
+    policy = RetryPolicy()
+    rng = random.Random(7)
+    delays = [policy.server_backoff(2.0, rng) for _ in range(20)]
+    assert all(2.0 <= d <= 2.0 * (1 + policy.jitter) for d in delays)
+    assert len({round(d, 6) for d in delays}) == 20
+
+
+def test_the_default_budget_outlasts_a_per_minute_quota_window() -> None:
+    policy = RetryPolicy()
+    assert policy.max_attempts == 10
+    assert policy.budget() > 60.0
+
+
+async def test_quota_refusals_for_a_minute_are_survived_with_defaults() -> None:
+    """RESOURCE_EXHAUSTED without RetryInfo until 70 s have passed (a per-minute quota
+    window, and some): the default policy is still retrying when the window reopens."""
+    fake = FakeTime()
+    calls = 0
+
+    async def call() -> str:
+        nonlocal calls
+        calls += 1
+        if sum(fake.slept) < 70.0:
+            raise gexc.ResourceExhausted("quota")
+        return "ok"
+
+    result = await call_with_retries(call, RetryPolicy(), sleep=fake.sleep, rng=random.Random(3))
+    assert result == "ok" and calls <= 10
 
 
 async def test_unavailable_backs_off_exponentially_with_jitter() -> None:

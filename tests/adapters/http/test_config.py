@@ -105,7 +105,9 @@ def test_errors_name_the_offending_key(config: dict[str, object], message: str) 
 def test_error_names_the_file(tmp_path: Path) -> None:
     path = tmp_path / "bot.yaml"
     path.write_text("base_url: http://x\nmessage: {}\nresponse: {messages: a}\nretries: 3\n")
-    with pytest.raises(ConfigError, match=rf"^{path}: retries: unknown key$"):
+    with pytest.raises(
+        ConfigError, match=rf"^{path}: retries: unknown key \(did you mean .retry.\?\)$"
+    ):
         load_config(path, environ={})
     path.write_text("base_url: [unclosed\n")
     with pytest.raises(ConfigError, match="not valid YAML at line"):

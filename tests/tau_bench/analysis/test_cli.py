@@ -49,8 +49,9 @@ def test_compare_folder_and_baseline_by_label(runs: Runs) -> None:
     assert result.exit_code == 2 and "--baseline 'nope' is not one of the runs" in result.output
 
 
-def test_compare_refuses_different_task_sets_with_exit_2(runs: Runs) -> None:
-    """Through the console entry point (run_cli), as a user runs it."""
+def test_compare_refuses_different_task_sets_with_exit_3(runs: Runs) -> None:
+    """Through the console entry point (run_cli), as a user runs it: a different task set
+    is one of the differences `tau compare` refuses (exit 3, a table on stdout)."""
     proc = subprocess.run(
         [sys.executable, "-m", "tau_bench.cli.app", "compare", str(runs.folder)],
         capture_output=True,
@@ -58,9 +59,9 @@ def test_compare_refuses_different_task_sets_with_exit_2(runs: Runs) -> None:
         env=ENV,
         check=False,
     )
-    assert proc.returncode == 2, proc.stderr
-    assert proc.stderr.startswith("error: runs cover different tasks")
-    assert "--intersect" in proc.stderr and "Traceback" not in proc.stderr
+    assert proc.returncode == 3, proc.stderr
+    assert proc.stderr.startswith("error: runs differ in task set")
+    assert "--intersect" in proc.stdout and "Traceback" not in proc.stderr
     assert len(proc.stderr.strip().splitlines()) == 1
     ok = invoke("compare", runs.folder, "--intersect", "--no-matrix")
     assert ok.exit_code == 0 and "Runs compared on 2 tasks" in ok.output

@@ -25,12 +25,21 @@ def test_layout_and_scores_for_a_run(runs: Runs, tmp_path: Path) -> None:
     names = sorted(p.name for p in folder.iterdir())
     expected = {f"openai_gpt-4o_task{t}_trajectory.jsonl" for t in (0, 1, 2, 3, 13)}
     expected |= {f"openai_gpt-4o_task{t}_trial1_trajectory.jsonl" for t in (0, 1, 2, 3, 13)}
-    assert set(names) == expected | {"openai_gpt-4o_scores.jsonl"}
+    assert set(names) == expected | {
+        "openai_gpt-4o_scores.jsonl",
+        "openai_gpt-4o_scores.extra.jsonl",
+    }
 
     scores = _lines(folder / "openai_gpt-4o_scores.jsonl")
-    assert [(s["task-id"], s["trial"]) for s in scores][:3] == [(0, 0), (0, 1), (1, 0)]
+    extras = _lines(folder / "openai_gpt-4o_scores.extra.jsonl")
+    assert [s["task-id"] for s in scores][:3] == ["task-0", "task-0", "task-1"]
+    assert [(e["task-id"], e["trial"]) for e in extras][:3] == [
+        ("task-0", 0),
+        ("task-0", 1),
+        ("task-1", 0),
+    ]
     first = scores[0]
-    assert set(first) == {"task-id", "prompt", "result", "truth", "score", "duration", "trial"}
+    assert list(first) == ["task-id", "prompt", "result", "truth", "score", "duration"]
     assert first["prompt"].startswith("Your user id is mia_li_3668")
     assert first["score"] == 0.0 and first["result"] == ""  # the sloppy agent skipped it
     assert first["truth"].startswith('book_reservation({"user_id": "mia_li_3668", ')
@@ -55,36 +64,89 @@ def test_historical_results_and_a_second_export(tmp_path: Path) -> None:
     assert call == {"role": "assistant", "content": 'get_user_details({"user_id": "mia_li_3668"})'}
 
 
-def test_errors_and_text_with_calls(tmp_path: Path) -> None:
-    errored = EpisodeRecord(
-        task_id=7,
-        trial=0,
-        reward=None,
-        error={"message": "timeout"},
-        task={"instruction": "do", "actions": [{"name": "respond", "kwargs": {"content": "x"}}]},
-    )
-    talky = EpisodeRecord(
-        task_id=8,
+def test_files_are_byte_exact(tmp_path: Path) -> None:
+    """The contract, byte for byte: hand-written rows, not rows built by the code."""
+    passed = EpisodeRecord(
+        task_id=1,
         trial=0,
         reward=1.0,
         duration=2.5,
+        task={
+            "instruction": "Cancel reservation ABC.",
+            "actions": [
+                {"name": "get_reservation_details", "kwargs": {"reservation_id": "ABC"}},
+                {"name": "cancel_reservation", "kwargs": {"reservation_id": "ABC"}},
+                {"name": "respond", "kwargs": {"content": "done"}},
+            ],
+        },
         messages=[
+            {"role": "system", "content": "policy"},
+            {"role": "user", "content": "Cancel ABC, é."},
             {
                 "role": "assistant",
                 "content": "Checking.",
                 "tool_calls": [
-                    {"id": "1", "function": {"name": "think", "arguments": '{"thought": "é"}'}}
+                    {
+                        "id": "1",
+                        "function": {
+                            "name": "get_reservation_details",
+                            "arguments": '{"reservation_id": "ABC"}',
+                        },
+                    }
                 ],
-            }
+            },
+            {"role": "tool", "name": "get_reservation_details", "content": "{}"},
+            {
+                "role": "assistant",
+                "content": None,
+                "tool_calls": [
+                    {
+                        "id": "2",
+                        "function": {
+                            "name": "cancel_reservation",
+                            "arguments": {"reservation_id": "ABC"},
+                        },
+                    }
+                ],
+            },
+            {"role": "assistant", "content": "Done."},
         ],
     )
-    folder = write_mt_bench([talky, errored], tmp_path, "retail", "m", when=WHEN)
-    scores = _lines(folder / "m_scores.jsonl")
-    assert scores[0]["task-id"] == 7 and scores[0]["score"] == 0.0
-    assert scores[0]["error"] == "timeout" and scores[0]["truth"] == ""
-    assert scores[1]["result"] == 'think({"thought": "é"})' and scores[1]["duration"] == 2.5
-    (line,) = _lines(folder / "m_task8_trajectory.jsonl")
-    assert line["content"] == 'Checking.\nthink({"thought": "é"})'
+    errored = EpisodeRecord(
+        task_id=7,
+        trial=0,
+        reward=None,
+        duration=0.25,
+        error={"source": "agent", "kind": "timeout", "message": "no answer in 60s"},
+        task={"instruction": "do", "actions": [{"name": "respond", "kwargs": {"content": "x"}}]},
+    )
+    folder = write_mt_bench([errored, passed], tmp_path, "airline", "openai/gpt-4o", when=WHEN)
+    assert (folder / "openai_gpt-4o_scores.jsonl").read_bytes() == (
+        b'{"task-id": "task-1", "prompt": "Cancel reservation ABC.", '
+        b'"result": "get_reservation_details({\\"reservation_id\\": \\"ABC\\"}),'
+        b'cancel_reservation({\\"reservation_id\\": \\"ABC\\"})", '
+        b'"truth": "get_reservation_details({\\"reservation_id\\": \\"ABC\\"}),'
+        b'cancel_reservation({\\"reservation_id\\": \\"ABC\\"})", '
+        b'"score": 1.0, "duration": 2.5}\n'
+        b'{"task-id": "task-7", "prompt": "do", "result": "", "truth": "", '
+        b'"score": null, "duration": 0.25}\n'
+    )
+    assert (folder / "openai_gpt-4o_task1_trajectory.jsonl").read_bytes() == (
+        '{"role": "system", "content": "policy"}\n'
+        '{"role": "user", "content": "Cancel ABC, é."}\n'
+        '{"role": "assistant", "content": "Checking.\\nget_reservation_details('
+        '{\\"reservation_id\\": \\"ABC\\"})"}\n'
+        '{"role": "tool", "content": "{}"}\n'
+        '{"role": "assistant", "content": "cancel_reservation({\\"reservation_id\\": '
+        '\\"ABC\\"})"}\n'
+        '{"role": "assistant", "content": "Done."}\n'
+    ).encode()
+    assert (folder / "openai_gpt-4o_task7_trajectory.jsonl").read_bytes() == b""
+    assert (folder / "openai_gpt-4o_scores.extra.jsonl").read_bytes() == (
+        b'{"task-id": "task-1", "trial": 0, "task": 1, "error": null}\n'
+        b'{"task-id": "task-7", "trial": 0, "task": 7, "error": {"source": "agent", '
+        b'"kind": "timeout", "message": "no answer in 60s"}}\n'
+    )
 
 
 def test_names() -> None:

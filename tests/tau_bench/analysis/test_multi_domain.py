@@ -280,9 +280,13 @@ def test_mt_bench_names_namespaced_tasks(multi: MultiRuns, tmp_path: Path) -> No
     names = {p.name for p in folder.iterdir()}
     expected = {f"oracle_task{t.replace('/', '-')}_trajectory.jsonl" for t in TASKS}
     expected |= {f"oracle_task{t.replace('/', '-')}_trial1_trajectory.jsonl" for t in TASKS}
-    assert names == expected | {"oracle_scores.jsonl"}
+    assert names == expected | {"oracle_scores.jsonl", "oracle_scores.extra.jsonl"}
     scores = [json.loads(line) for line in (folder / "oracle_scores.jsonl").open()]
-    assert [(s["task-id"], s["trial"]) for s in scores] == [(t, k) for t in TASKS for k in (0, 1)]
+    extras = [json.loads(line) for line in (folder / "oracle_scores.extra.jsonl").open()]
+    assert [s["task-id"] for s in scores] == [
+        "task-" + t.replace("/", "-") for t in TASKS for _ in (0, 1)
+    ]
+    assert [(e["task"], e["trial"]) for e in extras] == [(t, k) for t in TASKS for k in (0, 1)]
 
 
 def test_mt_bench_never_overwrites_on_a_file_name_clash(multi: MultiRuns, tmp_path: Path) -> None:
@@ -290,6 +294,7 @@ def test_mt_bench_never_overwrites_on_a_file_name_clash(multi: MultiRuns, tmp_pa
     a.task_id, b.task_id = "x/1", "x-1"
     folder = write_mt_bench([a, b], tmp_path, "d", "m")
     assert sorted(p.name for p in folder.iterdir()) == [
+        "m_scores.extra.jsonl",
         "m_scores.jsonl",
         "m_taskx-1_2_trajectory.jsonl",
         "m_taskx-1_trajectory.jsonl",

@@ -79,3 +79,19 @@ def test_ids_text_ranges_within_a_domain() -> None:
     ids = ["retail/0", "retail/1", "retail/2", "airline/5", 3, 4, "airline/7"]
     assert ids_text(ids) == "3-4, airline/5, airline/7, retail/0-2"
     assert ids_text([5, 1, 2, 3, 9]) == "1-3, 5, 9"
+
+
+def test_ranges_expand_in_order() -> None:
+    from tau_bench.task_ids import expand_task_ids
+
+    assert expand_task_ids("0-4 7 9-12") == [0, 1, 2, 3, 4, 7, 9, 10, 11, 12]
+    assert expand_task_ids("retail/2-4,airline/1") == [
+        "retail/2",
+        "retail/3",
+        "retail/4",
+        "airline/1",
+    ]
+    assert expand_task_ids(5) == [5] and expand_task_ids("3-3") == [3]
+    for bad in ("4-2", "0-10000", "1-", "-", "a-b", "", 1.5, True):
+        with pytest.raises(ValueError):
+            expand_task_ids(bad)

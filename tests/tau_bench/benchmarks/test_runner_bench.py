@@ -16,15 +16,27 @@ from ...conftest import DATA_DIR
 
 def test_a_small_level_runs_six_calls_per_episode_and_respects_the_bound() -> None:
     rows = bench.run_runner_benchmark(
-        [(2, 2)], latency=0.02, data_dir=str(DATA_DIR), stacks=("raw", "litellm")
+        [(2, 2)],
+        latency=0.02,
+        data_dir=str(DATA_DIR),
+        stacks=("raw", "litellm", "direct"),
+        backends=("local", "ray"),
+        workers=(1,),
     )
-    assert [r["stack"] for r in rows] == ["raw", "litellm"]
+    assert [r["stack"] for r in rows] == [
+        "raw",
+        "litellm",
+        "litellm ray x1",
+        "direct",
+        "direct ray x1",
+    ]
     for row in rows:
         assert row["errors"] == 0, row["error_kinds"]
         assert row["calls_per_episode"] == 6
         assert row["wall_s"] >= row["bound_s"] > 0
+        assert row["cpu_s"] > 0  # Ray rows: the workers' own CPU is reported and counted
     table = bench.markdown(rows)
-    assert table.count("\n") == 3 and "| raw |" in table
+    assert table.count("\n") == 6 and "| raw |" in table
 
 
 def test_levels_syntax() -> None:
@@ -37,7 +49,12 @@ def test_bad_arguments_are_value_errors() -> None:
     with pytest.raises(ValueError, match="unknown stack"):
         bench.run_runner_benchmark([(1, 1)], stacks=("nope",))
     with pytest.raises(ValueError, match="--workers"):
-        bench.run_runner_benchmark([(1, 1)], stacks=("raw",), workers=2)
+        bench.run_runner_benchmark([(1, 1)], stacks=("raw",), workers=(0,))
+    with pytest.raises(ValueError, match="unknown backend"):
+        bench.run_runner_benchmark([(1, 1)], stacks=("raw",), backends=("spark",))
+    assert bench.parse_workers("1, 2") == (1, 2)
+    with pytest.raises(ValueError, match="--workers"):
+        bench.parse_workers("one")
 
 
 def test_the_benchmarks_never_import_the_cli() -> None:

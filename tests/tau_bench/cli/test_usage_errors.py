@@ -39,7 +39,7 @@ USAGE_ERRORS = [
     (["run", "--bogus-flag"], "--bogus-flag"),
     (["run", "--env"], "--env"),
     (["run", "--max-concurrency", "abc"], "--max-concurrency"),
-    (["export", str(ROOT)], "--output"),
+    (["export", str(ROOT), "--format"], "--format"),
     (["tasks", "show", "--env", "retail", "abc"], "task_id"),
     (["serve", "--port", "99999"], "--port"),
     (["compare", "--bootstrap"], "--bootstrap"),

@@ -1,0 +1,69 @@
+"""`tau http check --probe`: one real message to the bot, and the turn as the adapter
+read it, so a config can be debugged before a run. Everything shown is redacted and
+escaped (a bot's control bytes never reach the terminal raw)."""
+
+from __future__ import annotations
+
+import json
+import uuid
+
+from adapters.http.adapter import HttpProvider
+from adapters.http.config import LoadedConfig
+from tau_adapters.jsonsafe import printable
+from tau_adapters.protocol import SessionContext, UserTurn
+
+
+def _tools(env: str) -> list[dict[str, object]]:
+    """The domain's tool schemas (what a run would declare); none if it cannot load."""
+    try:
+        from tau_bench.domains import load_domain
+
+        return list(load_domain(env).tool_schemas)
+    except Exception:
+        return []
+
+
+async def probe_bot(loaded: LoadedConfig, message: str, env: str) -> list[str]:
+    """Start a session, send `message`, close; the lines describing the parsed turn.
+    Raises the adapter's error (`AdapterError`) when the bot or the mapping fails."""
+    provider = HttpProvider(loaded)
+    redact = provider.redactor.text
+    session = SessionContext(
+        session_id=f"tau-probe-{uuid.uuid4().hex[:12]}",
+        domain=env,
+        tools=_tools(env),
+        policy="",
+        task_id="probe",
+        user_id="probe_user",
+    )
+    adapter = provider.new_adapter()
+    try:
+        await adapter.open(session, tool_endpoint=False)
+        try:
+            turn = await adapter.send(UserTurn(message))
+        finally:
+            await adapter.close()
+    finally:
+        await provider.aclose()
+    lines = [f"probe: sent {message!r}"]
+    for call in turn.extra.get("http", []):
+        lines.append(
+            f"  {call['method']} {redact(call['url'])} -> {call['status']} "
+            f"in {call['latency'] * 1000:.0f} ms ({call['attempts']} attempt(s))"
+        )
+    for text in turn.messages:
+        lines.append(f"  message   : {printable(redact(text))}")
+    for tc in turn.tool_calls:
+        args = json.dumps(tc.arguments, ensure_ascii=True, default=str)
+        lines.append(f"  tool call : {printable(redact(tc.name))}({redact(args)}) id={tc.id}")
+    if not turn.messages and not turn.tool_calls:
+        lines.append("  (no message and no tool call)")
+    flags = [name for name, on in (("end", turn.end_conversation), ("handoff", turn.handoff)) if on]
+    if flags:
+        lines.append(f"  flags     : {', '.join(flags)}")
+    if turn.usage is not None:
+        lines.append(
+            f"  usage     : {turn.usage.prompt_tokens} prompt, "
+            f"{turn.usage.completion_tokens} completion tokens"
+        )
+    return lines

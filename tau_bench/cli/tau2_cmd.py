@@ -1,0 +1,110 @@
+"""The τ³ side of `tau rescore` and `tau export`: τ² results files in and out.
+
+`compare_cmd` calls these when `--env tau3/<domain>` / `--format tau2` is given, so the
+v1 paths stay as they were. User errors print one line and exit 2 (`fail`).
+"""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+from typing import Any
+
+from tau_bench.cli.errors import fail
+
+__all__ = ["export_tau2", "rescore_tau2"]
+
+
+def _note(message: str) -> None:
+    print(message, file=sys.stderr, flush=True)
+
+
+def _tau3_domain(env: str, data_dir: str | None) -> Any:
+    from tau_bench.suites import load_domain
+
+    return load_domain(env, data_dir)  # unknown env / data dir: run_cli reports them
+
+
+def _judge(model: str | None, root: Path) -> Any:
+    from tau_bench.suites.tau3 import make_judge
+
+    return make_judge(model, {"root": root})
+
+
+def _fmt(value: float | None) -> str:
+    return "-" if value is None else f"{value:.4f}"
+
+
+def rescore_tau2(
+    results: Path, env: str, judge_model: str | None, output: Path | None, data_dir: str | None
+) -> None:
+    """Re-grade a τ² results file against today's τ³ tasks; write it back with -o."""
+    from tau_bench.results import write_json_atomic
+    from tau_bench.tau3.interchange.rescore import Tau2FileError, read_results, rescore_results
+
+    if "," in env:
+        fail("a τ² results file holds one domain: pass one --env tau3/<domain>")
+    if results.is_dir():
+        fail(f"rescore takes one results file, not a folder: {results}")
+    try:
+        data, model = read_results(results)
+    except Tau2FileError as exc:
+        fail(str(exc))
+    domain = _tau3_domain(env, data_dir)
+    judge = _judge(judge_model, domain.root)
+    try:
+        out = rescore_results(data, model, domain.loaded, judge)
+    except Tau2FileError as exc:
+        fail(str(exc))
+    for task_id, trial, before, after in out.changed:
+        print(f"task {task_id} trial {trial}: {_fmt(before)} -> {_fmt(after)}")
+    if out.kept_embedded:
+        _note(
+            f"{len(out.kept_embedded)} task(s) not in the current data kept their embedded "
+            f"definition: {', '.join(out.kept_embedded)}"
+        )
+    print(
+        f"{len(out.after)} simulation(s) rescored on {env} (judge "
+        f"{getattr(judge, 'name', 'judge')}): {len(out.changed)} changed; average reward "
+        f"{_fmt(out.average(out.before))} -> {_fmt(out.average(list(out.after)))}"
+    )
+    if output is not None:
+        write_json_atomic(output, out.data)
+        _note(f"wrote {output}")
+
+
+def export_tau2(runs: list[Any], output: Path, data_dir: str | None) -> None:
+    """Each τ³ run as one τ² results file per domain, in `output`."""
+    from tau_bench.task_ids import file_part
+    from tau_bench.tau3.interchange.export import export_records, record_domain
+
+    wrote = 0
+    for run in runs:
+        groups: dict[str, list[Any]] = {}
+        for r in run.records:
+            name = record_domain(r, run.env)
+            if name is not None:
+                groups.setdefault(name, []).append(r)
+        if not groups:
+            fail(f"{run.label}: not a τ³ run (--format tau2 exports runs of --env tau3/...)")
+        for name, records in groups.items():
+            domain = _tau3_domain(f"tau3/{name}", data_dir)
+            path = output / f"{file_part(run.label)}.{name}.json"
+            done = export_records(
+                records,
+                domain.loaded,
+                path,
+                label=run.label,
+                num_trials=run.num_trials,
+                agent=run.agent_strategy,
+                model=run.model,
+                user_model=run.user_model,
+                seed=run.config.get("seed"),
+            )
+            wrote += 1
+            extra = f", {done.skipped_errors} errored left out" if done.skipped_errors else ""
+            _note(f"{run.label}: wrote {path} ({done.simulations} simulations{extra})")
+            for note in done.notes:
+                _note(f"{run.label}: {note}")
+    if not wrote:
+        fail("nothing to export")

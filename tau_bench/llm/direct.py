@@ -1,0 +1,295 @@
+"""The direct path: OpenAI-compatible calls through the official `openai` client.
+
+Why: litellm's request building, cost calculation and logging cost ~5 ms of CPU per call,
+ten times what the runner itself spends (docs/performance.md). For endpoints that speak
+OpenAI's chat-completions API as is (OpenAI, vLLM/SGLang servers, gateways) a call needs
+none of it: the body is what we would have asked litellm to send, the answer is already
+in OpenAI's shape, and the price is two numbers of litellm's price map.
+
+The path is taken automatically only where it is exact (`is_exact`): litellm's provider
+is "openai", the model is not one litellm rewrites parameters for (o-series, gpt-5), and
+every extra argument is a plain chat-completions parameter. `set_llm_path("litellm")` or
+`("direct")` (`--llm-path`) forces one path. Retries, error classes, redaction and
+records are those of `tau_bench.llm.complete`; only the transport and pricing differ.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import functools
+import os
+import weakref
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from tau_bench.llm.config import LLMConfig
+from tau_bench.llm.errors import LLMContextWindowError, LLMError, LLMUnavailableError
+from tau_bench.llm.runtime import litellm
+
+LLM_PATHS = ("auto", "litellm", "direct")
+
+BODY_PARAMS = frozenset(
+    {
+        "max_tokens",
+        "max_completion_tokens",
+        "stop",
+        "presence_penalty",
+        "frequency_penalty",
+        "logit_bias",
+        "logprobs",
+        "top_logprobs",
+        "n",
+        "response_format",
+        "tool_choice",
+        "parallel_tool_calls",
+        "user",
+        "reasoning_effort",
+        "extra_body",
+        "extra_headers",
+        "api_key",
+    }
+)
+"""`llm_extra` / override keys the direct path sends as litellm would (anything else:
+litellm, which knows what to do with it)."""
+
+REWRITTEN_MODELS = ("o1", "o3", "o4", "gpt-5")
+"""Model name prefixes whose parameters litellm rewrites (temperature, max_tokens...)."""
+
+_path = "auto"
+
+
+def set_llm_path(path: str) -> None:
+    """Choose the model-call path of this process: auto (direct where exact), litellm, direct."""
+    global _path
+    if path not in LLM_PATHS:
+        raise ValueError(f"unknown llm path {path!r} (choose from {', '.join(LLM_PATHS)})")
+    _path = path
+
+
+def llm_path() -> str:
+    """The path in force (`set_llm_path`)."""
+    return _path
+
+
+@functools.lru_cache(maxsize=256)
+def _route(model: str, provider: str | None, api_base: str | None) -> tuple[str, str]:
+    """(model name as sent, litellm provider) of a config's model."""
+    try:
+        name, found, _, _ = litellm().get_llm_provider(
+            model=model, custom_llm_provider=provider, api_base=api_base
+        )
+        return str(name), str(found)
+    except Exception:
+        return model, provider or ""
+
+
+def _plain(value: Any) -> bool:
+    return value is None or isinstance(value, str | int | float | bool | list | dict)
+
+
+def is_exact(config: LLMConfig, overrides: Mapping[str, Any]) -> bool:
+    """Whether the direct path sends exactly what litellm would (see the module docstring)."""
+    name, provider = _route(config.model, config.provider, config.api_base)
+    if provider != "openai" or name.startswith(REWRITTEN_MODELS):
+        return False
+    for key, value in (*config.extra.items(), *overrides.items()):
+        if key not in BODY_PARAMS or not _plain(value):
+            return False
+    return True
+
+
+def use_direct(config: LLMConfig, overrides: Mapping[str, Any]) -> bool:
+    """Whether this call takes the direct path under the process's `llm_path()`."""
+    if _path == "litellm":
+        return False
+    if _path == "direct":
+        return True
+    return is_exact(config, overrides)
+
+
+def base_url(config: LLMConfig) -> str:
+    """The endpoint, found as litellm finds it for OpenAI calls."""
+    module = litellm()
+    return (
+        config.api_base
+        or getattr(module, "api_base", None)
+        or os.environ.get("OPENAI_BASE_URL")
+        or os.environ.get("OPENAI_API_BASE")
+        or "https://api.openai.com/v1"
+    )
+
+
+def api_key(config: LLMConfig) -> str:
+    """The key sent (a placeholder for keyless OpenAI-compatible servers)."""
+    module = litellm()
+    key = (
+        config.extra.get("api_key")
+        or getattr(module, "api_key", None)
+        or getattr(module, "openai_key", None)
+        or os.environ.get("OPENAI_API_KEY")
+    )
+    return str(key) if key else "no-key"
+
+
+def request_body(
+    config: LLMConfig,
+    messages: Sequence[Mapping[str, Any]],
+    tools: Sequence[Mapping[str, Any]] | None,
+    overrides: Mapping[str, Any],
+) -> tuple[dict[str, Any], dict[str, str]]:
+    """The JSON body and extra headers of one call (what litellm sends for OpenAI)."""
+    body: dict[str, Any] = {
+        "model": _route(config.model, config.provider, config.api_base)[0],
+        "messages": list(messages),
+    }
+    if tools:
+        body["tools"] = list(tools)
+    optional = {"temperature": config.temperature, "seed": config.seed, "top_p": config.top_p}
+    body.update({k: v for k, v in optional.items() if v is not None})
+    headers: dict[str, str] = {}
+    for key, value in (*config.extra.items(), *overrides.items()):
+        if key == "api_key" or value is None:
+            continue
+        if key == "extra_body":
+            body.update(dict(value))
+        elif key == "extra_headers":
+            headers.update({str(k): str(v) for k, v in dict(value).items()})
+        else:
+            body[key] = value
+    return body, headers
+
+
+_clients: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, dict[tuple[str, str], Any]] = (
+    weakref.WeakKeyDictionary()
+)
+
+
+def client_for(config: LLMConfig) -> Any:
+    """The running loop's pooled `AsyncOpenAI` for the config's endpoint and key."""
+    url, key = base_url(config), api_key(config)
+    per_loop = _clients.setdefault(asyncio.get_running_loop(), {})
+    client = per_loop.get((url, key))
+    if client is None:
+        import httpx
+        import openai
+
+        http = httpx.AsyncClient(
+            timeout=config.timeout if config.timeout is not None else 600.0,
+            limits=httpx.Limits(max_connections=None, max_keepalive_connections=1000),
+        )
+        client = openai.AsyncOpenAI(base_url=url, api_key=key, max_retries=0, http_client=http)
+        per_loop[(url, key)] = client
+    return client
+
+
+def direct_client_count() -> int:
+    """Direct clients open on the running loop (tests, benchmarks)."""
+    return len(_clients.get(asyncio.get_running_loop(), {}))
+
+
+async def aclose_direct_clients() -> None:
+    """Close the running loop's direct clients (end of a run; optional)."""
+    for client in _clients.pop(asyncio.get_running_loop(), {}).values():
+        await client.close()
+
+
+async def send(
+    config: LLMConfig,
+    messages: Sequence[Mapping[str, Any]],
+    tools: Sequence[Mapping[str, Any]] | None,
+    overrides: Mapping[str, Any],
+) -> dict[str, Any]:
+    """One HTTP exchange: the response as JSON data. The low-level `post` skips the SDK's
+    per-call walk of the body's TypedDicts and the response's model construction."""
+    import httpx
+
+    body, headers = request_body(config, messages, tools, overrides)
+    options: dict[str, Any] = {"timeout": config.timeout}
+    if headers:
+        options["headers"] = headers
+    response = await client_for(config).post(
+        "/chat/completions", cast_to=httpx.Response, body=body, options=options
+    )
+    data = response.json()
+    if not isinstance(data, dict) or not data.get("choices"):
+        raise LLMUnavailableError(f"{config.model}: answer without choices", retryable=True)
+    return data
+
+
+def classify_direct(exc: BaseException) -> tuple[type[LLMError], bool]:
+    """The error type of an `openai` client failure (then as `classify` for litellm's)."""
+    import openai
+
+    from tau_bench.llm.classify import classify
+
+    if isinstance(exc, LLMError):
+        return type(exc), exc.retryable
+    if isinstance(exc, openai.APIConnectionError):  # timeouts included
+        return LLMUnavailableError, True
+    if isinstance(exc, openai.BadRequestError):
+        text = f"{getattr(exc, 'code', '')} {exc}".lower()
+        if "context_length_exceeded" in text or "maximum context length" in text:
+            return LLMContextWindowError, False
+    return classify(exc)
+
+
+def message_of(data: Mapping[str, Any]) -> dict[str, Any]:
+    """The assistant message as the next request needs it (as `response.message_dict`)."""
+    message = data["choices"][0].get("message") or {}
+    out: dict[str, Any] = {"role": "assistant", "content": message.get("content")}
+    calls = []
+    for call in message.get("tool_calls") or []:
+        fn = call.get("function") or {}
+        calls.append(
+            {
+                "id": call.get("id"),
+                "type": "function",
+                "function": {"name": fn.get("name"), "arguments": fn.get("arguments") or "{}"},
+            }
+        )
+    if calls:
+        out["tool_calls"] = calls
+    return out
+
+
+@functools.lru_cache(maxsize=256)
+def _prices(model: str) -> tuple[float, float] | None:
+    """(input, output) USD per token of a model with flat prices; None otherwise."""
+    entry = litellm().model_cost.get(model) or litellm().model_cost.get(f"openai/{model}")
+    if not entry:
+        return None
+    if any(
+        k.startswith(("input_cost_per_token_above", "output_cost_per_token_above")) for k in entry
+    ):
+        return None  # tiered: litellm prices it
+    try:
+        return float(entry["input_cost_per_token"]), float(entry["output_cost_per_token"])
+    except (KeyError, TypeError, ValueError):
+        return None
+
+
+def cost_of(model: str, usage: Mapping[str, Any]) -> float:
+    """USD of one call from litellm's price map, as litellm computes it: flat prices
+    directly; cached, reasoning or audio tokens and tiered prices through litellm."""
+    prompt = int(usage.get("prompt_tokens") or 0)
+    completion = int(usage.get("completion_tokens") or 0)
+    details = usage.get("prompt_tokens_details") or {}
+    special = (details.get("cached_tokens") or 0) or (details.get("audio_tokens") or 0)
+    prices = None if special else _prices(model)
+    if prices is not None:
+        return prompt * prices[0] + completion * prices[1]
+    if model not in litellm().model_cost and f"openai/{model}" not in litellm().model_cost:
+        return 0.0
+    try:
+        module = litellm()
+        prompt_cost, completion_cost = module.cost_per_token(
+            model=model, custom_llm_provider="openai", usage_object=module.Usage(**dict(usage))
+        )
+        return float(prompt_cost + completion_cost)
+    except Exception:
+        return 0.0
+
+
+def request_model(config: LLMConfig) -> str:
+    """The model name sent (and priced): the config's model without litellm's prefix."""
+    return _route(config.model, config.provider, config.api_base)[0]

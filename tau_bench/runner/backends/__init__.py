@@ -1,0 +1,52 @@
+"""Where a run's episodes execute. The local backend is the runner's own event loop
+(`tau_bench.runner.core`); `ray` spreads episodes over Ray workers on a machine or a
+cluster (`tau run --backend ray`, `--workers N`), the driver staying the only writer.
+
+Shared here: what a worker needs to rebuild the run (`worker_config`) and whether the
+agent can be rebuilt in another process at all (`is_entry_point`).
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+from tau_bench.config import RunConfig
+
+Key = tuple[int | str, int]
+
+
+def is_entry_point(name: str) -> bool:
+    """Whether `name` resolves to its `tau_adapters` entry point (what a worker process
+    sees), not to a builder registered in this process."""
+    from importlib.metadata import entry_points
+
+    from tau_adapters.registry import GROUP, load_builder
+
+    eps = {ep.name: ep for ep in entry_points(group=GROUP)}
+    if name not in eps:
+        return False
+    try:
+        return bool(load_builder(name) is eps[name].load())
+    except Exception:
+        return True  # a broken entry point fails in the workers with its own message
+
+
+def share(value: int, parts: int) -> int:
+    """One of `parts` workers' share of `value` (at least 1)."""
+    return max(1, math.ceil(value / parts))
+
+
+def worker_config(config: RunConfig, workers: int) -> dict[str, Any]:
+    """What one of `workers` workers rebuilds its runner from: the config (secrets
+    included: it only travels to our own workers) with its share of `max_concurrency`.
+    Provider limits stay whole: one limiter serves every worker."""
+    data = config.model_dump()
+    data.update(
+        workers=1,
+        backend="local",
+        resume=None,
+        quiet=True,
+        max_concurrency=share(config.max_concurrency, workers),
+    )
+    return data

@@ -1,0 +1,165 @@
+"""The Ray backend: a run's episodes on Ray workers, the driver the only writer.
+
+`RayBackend(config).run(pending, store)` connects to the cluster at `ray_address` (or
+starts a local Ray sized for `workers`), starts `workers` episode-worker actors and, when
+the run caps providers, one `ProviderLimiter` actor, and hands out (task, trial) keys:
+at most `max_concurrency` episodes in flight cluster-wide (fewer when `--provider-limit`
+caps the agent strategy itself), each to the least-loaded worker. Every finished record
+comes back to the driver, which stores it (log, progress, results) - so the results
+contract is the local one and `--resume` works across backends.
+
+Failures: a worker process that dies is restarted by Ray and its in-flight episodes are
+re-run on it (`max_restarts`, `max_task_retries`); the driver stores one record per
+key, so nothing is duplicated. A worker that keeps dying leaves its episodes out of the
+log with a line in `errors` (`--resume` runs them). When the driver goes, so does its
+job: the actors are not detached, and a Ray started here shares the driver's fate.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+from collections import deque
+from collections.abc import Callable
+from typing import Any
+
+from tau_bench.config import RunConfig
+from tau_bench.runner.backends import Key, share, worker_config
+from tau_bench.runner.backends.ray_actors import EpisodeWorker, ProviderLimiter
+
+MAX_RESTARTS = 3
+"""Times Ray restarts a dead worker (and re-runs its in-flight episodes) before the
+driver gives its episodes up for this run."""
+
+STOP_DEADLINE = 30.0
+"""Seconds workers get to release their agents and clients at the end of a run."""
+
+
+def ray_module() -> Any:
+    """Ray, or a one-line `MissingExtraError` naming the `ray` extra."""
+    from tau_adapters.extras import require
+
+    require("ray")
+    import ray
+
+    return ray
+
+
+def start_ray(address: str | None, workers: int) -> bool:
+    """Connect to the cluster at `address`, or start a local Ray with `workers` CPUs;
+    True when this call started (and so must stop) it."""
+    ray = ray_module()
+    if ray.is_initialized():
+        return False
+    common: dict[str, Any] = {
+        "include_dashboard": False,
+        "logging_level": logging.WARNING,
+        "log_to_driver": True,
+        "configure_logging": True,
+    }
+    if address:
+        ray.init(address=address, **common)
+    else:
+        ray.init(address="local", num_cpus=max(1, workers), **common)
+    return True
+
+
+class RayBackend:
+    """One run's workers and limiter on Ray; see the module docstring."""
+
+    def __init__(self, config: RunConfig, workers: int | None = None) -> None:
+        self.config = config
+        self.workers = max(1, workers or config.workers)
+        self.errors: list[str] = []
+        self.worker_stats: list[dict[str, Any]] = []  # from each worker at a graceful stop
+        self.actors: list[Any] = []
+        self.limiter: Any = None
+        self._started_ray = False
+
+    def in_flight_cap(self) -> int:
+        """Episodes running at once cluster-wide: `max_concurrency`, or fewer when a
+        provider limit names the agent strategy (a hosted agent's live episodes)."""
+        cap = self.config.max_concurrency
+        limit = self.config.provider_limits.get(self.config.agent_strategy)
+        return min(cap, limit) if limit else cap
+
+    def start(self) -> None:
+        """Start (or join) Ray and the actors."""
+        ray = ray_module()
+        self._started_ray = start_ray(self.config.ray_address, self.workers)
+        per_worker = share(self.in_flight_cap(), self.workers)
+        if self.config.provider_limits:
+            self.limiter = (
+                ray.remote(ProviderLimiter)
+                .options(num_cpus=0, max_concurrency=10_000)
+                .remote(self.config.provider_limits)
+            )
+        data = worker_config(self.config, self.workers)
+        data["max_concurrency"] = per_worker
+        actor = ray.remote(EpisodeWorker).options(
+            num_cpus=1 if self.config.ray_address is None else 0.5,
+            max_concurrency=per_worker + 2,  # + pid() and close() while episodes run
+            max_restarts=MAX_RESTARTS,
+            max_task_retries=MAX_RESTARTS,
+        )
+        self.actors = [actor.remote(data, self.limiter) for _ in range(self.workers)]
+
+    async def run(self, keys: list[Key], store: Callable[[dict[str, Any]], None]) -> None:
+        """Run `keys` on the workers, calling `store(record data)` as each finishes."""
+        if not self.actors:
+            self.start()
+        ray = ray_module()
+        queue: deque[Key] = deque(keys)
+        load = [0] * len(self.actors)
+        running: dict[asyncio.Future[Any], tuple[Key, int]] = {}
+        cap = self.in_flight_cap()
+        try:
+            while queue or running:
+                while queue and len(running) < cap:
+                    worker = min(range(len(load)), key=load.__getitem__)
+                    key = queue.popleft()
+                    ref = self.actors[worker].run.remote(key)
+                    running[asyncio.wrap_future(ref.future())] = (key, worker)
+                    load[worker] += 1
+                done, _ = await asyncio.wait(running, return_when=asyncio.FIRST_COMPLETED)
+                for future in done:
+                    key, worker = running.pop(future)
+                    load[worker] -= 1
+                    try:
+                        data = future.result()
+                    except ray.exceptions.RayActorError as exc:
+                        self._lost(worker, key, exc)
+                        continue
+                    store(data)
+        finally:
+            for future in running:
+                future.cancel()
+
+    def _lost(self, worker: int, key: Key, exc: BaseException) -> None:
+        first_line = (str(exc).strip().splitlines() or [type(exc).__name__])[0]
+        self.errors.append(
+            f"worker {worker} died {MAX_RESTARTS + 1} times; episode {key[0]} trial {key[1]}"
+            f" not run (--resume runs it): {first_line[:200]}"
+        )
+
+    async def stop(self, graceful: bool = True) -> None:
+        """Release the workers (letting them close their clients when `graceful`), kill
+        the actors, and stop Ray if this backend started it."""
+        ray = ray_module()
+        if graceful and self.actors:
+            refs = [a.close.remote() for a in self.actors]
+            with contextlib.suppress(Exception):
+                self.worker_stats = list(
+                    await asyncio.wait_for(
+                        asyncio.gather(*(asyncio.wrap_future(r.future()) for r in refs)),
+                        STOP_DEADLINE,
+                    )
+                )
+        for actor in [*self.actors, *([self.limiter] if self.limiter is not None else [])]:
+            with contextlib.suppress(Exception):
+                ray.kill(actor, no_restart=True)
+        self.actors, self.limiter = [], None
+        if self._started_ray:
+            ray.shutdown()
+            self._started_ray = False

@@ -1,0 +1,145 @@
+"""Pre-flight: prove, before the first episode, that everything every episode needs works.
+
+Why: a bad key file or an unreachable model otherwise fails each episode on its own,
+after its own retries (measured: ~30 s per Dialogflow episode one at a time, ~2 min per
+episode for an unreachable user model), so a broken setup took an hour to report. Here
+each need is checked once, all in parallel, under one deadline:
+
+- the agent: its provider's optional `preflight()` (one cheap real call: Dialogflow
+  ListTools, CES GetApp, the HTTP health request...);
+- a built-in LLM agent, every user model, the τ³ judge: key present and one minimal call.
+
+Failures are one line each, raised together as a `PreflightError` (a `RunConfigError`,
+so the CLI prints it and exits before any file is written). `--skip-preflight` bypasses.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import dataclasses
+from collections.abc import Awaitable, Callable
+from typing import Any
+
+from tau_bench.config import RunConfig, RunConfigError
+
+PREFLIGHT_DEADLINE = 30.0
+"""Seconds one check may take in all (its retries included)."""
+
+CALL_TIMEOUT = 15.0
+"""Seconds one model call of a check may take."""
+
+_NO_MODEL_USERS = frozenset({"scripted", "human"})
+_PING = [{"role": "user", "content": "Reply with the word OK."}]
+
+
+class PreflightError(RunConfigError):
+    """One or more pre-flight checks failed; `failures` holds one line each."""
+
+    def __init__(self, failures: list[str]) -> None:
+        self.failures = failures
+        lines = "\n".join(f"  {line}" for line in failures)
+        super().__init__(
+            f"pre-flight failed, no episode was run (--skip-preflight to run anyway):\n{lines}"
+        )
+
+
+Check = tuple[str, Callable[[], Awaitable[None]]]
+
+
+def _one_line(exc: BaseException) -> str:
+    text = " ".join(str(exc).split()) or type(exc).__name__
+    return text[:400] + ("…" if len(text) > 400 else "")
+
+
+async def _ping(options: dict[str, Any], *, model_key: str, provider_key: str) -> None:
+    """One minimal model call with the options an agent/user/judge would use."""
+    from tau_bench.llm import LLMConfig, complete
+
+    config = LLMConfig.from_options(options, model_key=model_key, provider_key=provider_key)
+    timeout = min(config.timeout or CALL_TIMEOUT, CALL_TIMEOUT)
+    config = dataclasses.replace(config, max_attempts=2, timeout=timeout, temperature=None)
+    await complete(config, _PING, max_tokens=16)
+
+
+def user_checks(config: RunConfig) -> list[Check]:
+    """One check per distinct user model (none for scripted or human users)."""
+    if config.user_strategy in _NO_MODEL_USERS:
+        return []
+    from tau_bench.llm.gemini import describe_route
+
+    checks: list[Check] = []
+    for model in dict.fromkeys(config.user_models or [config.user_model]):
+        options = config.user_options(model)
+        where = describe_route(options)
+
+        def check(options: dict[str, Any] = options) -> Awaitable[None]:
+            return _ping(options, model_key="model", provider_key="provider")
+
+        checks.append((f"user model {model} ({where})", check))
+    return checks
+
+
+def agent_checks(config: RunConfig, provider: Any) -> list[Check]:
+    """The provider's own `preflight()`, or a model call for a built-in LLM agent."""
+    name = config.agent_strategy
+    hook = getattr(provider, "preflight", None)
+    if callable(hook):
+        return [(f"agent {name}", hook)]
+    if config.model and type(provider).__module__.startswith("tau_bench.agents"):
+        options = config.adapter_options()
+
+        def check() -> Awaitable[None]:
+            return _ping(options, model_key="model", provider_key="model_provider")
+
+        return [(f"agent {name} model {config.model}", check)]
+    return []
+
+
+def judge_checks(config: RunConfig) -> list[Check]:
+    """The τ³ NL judge's model, when a τ³ domain is run with an LLM judge."""
+    if not any("/" in env for env in config.envs):
+        return []
+    from tau_bench.suites.tau3 import ASSUME_MET, DEFAULT_JUDGE_MODEL
+
+    model = config.judge_model or DEFAULT_JUDGE_MODEL
+    if model == ASSUME_MET:
+        return []
+
+    def check() -> Awaitable[None]:
+        return _ping({"model": model}, model_key="model", provider_key="provider")
+
+    return [(f"judge model {model}", check)]
+
+
+async def run_checks(checks: list[Check], deadline: float = PREFLIGHT_DEADLINE) -> list[str]:
+    """Run `checks` in parallel, each under `deadline` seconds; the failures, one line each."""
+
+    async def one(label: str, check: Callable[[], Awaitable[None]]) -> str | None:
+        try:
+            await asyncio.wait_for(check(), deadline)
+        except TimeoutError:
+            return f"{label}: no answer within {deadline:g} s"
+        except Exception as exc:
+            return f"{label}: {_one_line(exc)}"
+        return None
+
+    found = await asyncio.gather(*(one(label, check) for label, check in checks))
+    return [line for line in found if line]
+
+
+async def preflight(
+    config: RunConfig,
+    provider: Any,
+    *,
+    deadline: float = PREFLIGHT_DEADLINE,
+    secrets: list[str] | None = None,
+) -> None:
+    """Check the agent, users and judge of `config`; raise `PreflightError` on failure.
+
+    `secrets` (the provider's declared secret values) are masked in the messages."""
+    from tau_adapters.redaction import redact_text
+
+    checks = agent_checks(config, provider) + user_checks(config) + judge_checks(config)
+    failures = await run_checks(checks, deadline)
+    if failures:
+        raise PreflightError([redact_text(line, list(secrets or [])) for line in failures])

@@ -1,0 +1,139 @@
+"""`tau rescore FILE --env tau3/<domain>`: re-grade a τ² results file with the τ³ evaluator.
+
+Like `tau2 evaluate-trajs --fresh-tasks`: the file's embedded task definitions are
+replaced by the current ones (matched by id; a task no longer in the data keeps its
+embedded definition and is reported), then every simulation is evaluated again (all
+components, the NL judge given) and its `reward_info` replaced. Everything else in the
+file is written back as read. An evaluation that raises (a replay mismatch, a judge
+failure) stops the rescore: a judge problem never becomes a reward.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from pydantic import ValidationError
+
+from tau_bench.tau3.domain import LoadedDomain
+from tau_bench.tau3.evaluator import evaluate
+from tau_bench.tau3.interchange.schema import Results
+from tau_bench.tau3.judge import NLJudge
+from tau_bench.tau3.messages import Message, messages_from_dicts
+from tau_bench.tau3.tasks import Task, load_tasks
+
+__all__ = ["Rescored", "Tau2FileError", "read_results", "rescore_results", "trajectory_of"]
+
+
+class Tau2FileError(ValueError):
+    """The file is not a τ² results file this domain can rescore; the message says why."""
+
+
+@dataclass
+class Rescored:
+    """The rescored file's data and what changed."""
+
+    data: dict[str, Any]
+    changed: list[tuple[str, int | None, float | None, float]] = field(default_factory=list)
+    kept_embedded: list[str] = field(default_factory=list)
+    before: list[float | None] = field(default_factory=list)
+    after: list[float] = field(default_factory=list)
+
+    def average(self, values: list[float | None]) -> float | None:
+        scored = [v for v in values if v is not None]
+        return sum(scored) / len(scored) if scored else None
+
+
+def read_results(path: Path) -> tuple[dict[str, Any], Results]:
+    """The raw data and its validated model; `Tau2FileError` for anything else."""
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except OSError as exc:
+        raise Tau2FileError(f"cannot read {path}: {exc.strerror}") from None
+    except ValueError as exc:
+        raise Tau2FileError(f"{path} is not JSON: {exc}") from None
+    if not isinstance(data, dict) or "simulations" not in data or "info" not in data:
+        raise Tau2FileError(
+            f"{path} is not a τ² results file (no info/tasks/simulations); "
+            "for τ-bench v1 results use a v1 --env"
+        )
+    try:
+        return data, Results.model_validate(data)
+    except ValidationError as exc:
+        first = exc.errors()[0]
+        where = ".".join(str(p) for p in first["loc"])
+        raise Tau2FileError(
+            f"{path} is not a valid τ² results file: {where}: {first['msg']}"
+        ) from None
+
+
+def trajectory_of(messages: list[dict[str, Any]]) -> list[Message]:
+    """A simulation's messages as the evaluator reads them (multi-tool messages split)."""
+    flat: list[dict[str, Any]] = []
+    for m in messages:
+        if m.get("role") == "tool" and "tool_messages" in m:
+            flat.extend(m["tool_messages"])
+        else:
+            flat.append(m)
+    return messages_from_dicts(flat)
+
+
+def _solo(info: dict[str, Any]) -> bool:
+    agent = (info.get("agent_info") or {}).get("implementation")
+    user = (info.get("user_info") or {}).get("implementation")
+    return agent == "llm_agent_solo" and user == "dummy_user"
+
+
+def rescore_results(
+    data: dict[str, Any], model: Results, domain: LoadedDomain, judge: NLJudge | None
+) -> Rescored:
+    """`data` with its tasks refreshed and every simulation's `reward_info` recomputed."""
+    file_domain = model.info.environment_info.domain_name
+    if file_domain != domain.name:
+        raise Tau2FileError(
+            f"the file's simulations are on τ³ domain {file_domain!r}, not {domain.name!r}: "
+            f"pass --env tau3/{file_domain}"
+        )
+    fresh = {t.id: t for t in load_tasks(domain.root, domain.name, None)}
+    out = dict(data)
+    tasks: list[dict[str, Any]] = []
+    kept: list[str] = []
+    for raw in data["tasks"]:
+        tid = str(raw["id"])
+        if tid in fresh:
+            tasks.append(fresh[tid].raw)
+        else:
+            tasks.append(raw)
+            kept.append(tid)
+    out["tasks"] = tasks
+    by_id = {str(t["id"]): Task.from_dict(t) for t in tasks}
+    result = Rescored(data=out, kept_embedded=kept)
+    solo = _solo(data["info"])
+    sims = []
+    for raw_sim, sim in zip(data["simulations"], model.simulations, strict=True):
+        task = by_id.get(sim.task_id) or (
+            Task.from_dict(fresh[sim.task_id].raw) if sim.task_id in fresh else None
+        )
+        if task is None:
+            raise Tau2FileError(f"simulation {sim.id}: task {sim.task_id!r} is in no task list")
+        trajectory = trajectory_of(raw_sim.get("messages") or [])
+        try:
+            ev = evaluate(
+                domain, task, trajectory, sim.termination_reason, judge=judge, solo_mode=solo
+            )
+        except Exception as exc:
+            raise Tau2FileError(
+                f"simulation {sim.id} (task {sim.task_id}): cannot evaluate: "
+                f"{type(exc).__name__}: {str(exc).splitlines()[0] if str(exc) else ''}"
+            ) from None
+        old = sim.reward_info.reward if sim.reward_info is not None else None
+        result.before.append(old)
+        result.after.append(ev.reward)
+        if old != ev.reward:
+            result.changed.append((sim.task_id, sim.trial, old, ev.reward))
+        sims.append({**raw_sim, "reward_info": ev.to_dict()})
+    out["simulations"] = sims
+    Results.model_validate(out)  # what we write is still the upstream shape
+    return result

@@ -1,0 +1,175 @@
+"""The τ² results file (`results.json` of `tau2 run`) as pydantic models: field names and
+types only, written from the upstream data model at the pinned commit.
+
+Why: `tau rescore --env tau3/<domain>` reads these files and `tau export --format tau2`
+writes them; validating both sides against one model of the upstream schema is what
+makes an export acceptable to `tau2 view`, `tau2 evaluate-trajs` and `tau2 submit
+prepare`. Required fields are required here too; fields we do not use are kept as
+`extra` so a rescored file loses nothing. Tasks are validated with the τ³ task model.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Literal, get_args
+
+from pydantic import BaseModel, ConfigDict, Field, field_validator
+
+from tau_bench.tau3.tasks import Task
+
+__all__ = [
+    "TERMINATION_REASONS",
+    "AgentInfo",
+    "EnvironmentInfo",
+    "Info",
+    "ParticipantMessage",
+    "Results",
+    "RewardInfo",
+    "SimulationRun",
+    "ToolMessage",
+    "UserInfo",
+]
+
+TerminationReason = Literal[
+    "user_stop",
+    "agent_stop",
+    "max_steps",
+    "timeout",
+    "too_many_errors",
+    "agent_error",
+    "user_error",
+    "infrastructure_error",
+    "context_window_exceeded",
+    "unexpected_error",
+]
+TERMINATION_REASONS: tuple[str, ...] = get_args(TerminationReason)
+RewardType = Literal["DB", "ENV_ASSERTION", "NL_ASSERTION", "ACTION", "COMMUNICATE"]
+Requestor = Literal["user", "assistant"]
+
+
+class _Open(BaseModel):
+    model_config = ConfigDict(extra="allow")
+
+
+class ToolCall(_Open):
+    id: str = ""
+    name: str
+    arguments: dict[str, Any]
+    requestor: Requestor = "assistant"
+
+
+class SystemMessage(_Open):
+    role: Literal["system"]
+    content: str | None = None
+
+
+class ParticipantMessage(_Open):
+    """An assistant or user message: text, tool calls, or both."""
+
+    role: Literal["assistant", "user"]
+    content: str | None = None
+    tool_calls: list[ToolCall] | None = None
+    turn_idx: int | None = None
+    timestamp: str | None = None
+    cost: float | None = None
+    usage: dict[str, Any] | None = None
+
+
+class ToolMessage(_Open):
+    id: str
+    role: Literal["tool"]
+    content: str | None = None
+    requestor: Requestor = "assistant"
+    error: bool = False
+    turn_idx: int | None = None
+    timestamp: str | None = None
+
+
+class MultiToolMessage(_Open):
+    role: Literal["tool"]
+    tool_messages: list[ToolMessage]
+
+
+Message = SystemMessage | ParticipantMessage | ToolMessage | MultiToolMessage
+
+
+class DBCheck(_Open):
+    db_match: bool
+    db_reward: float
+
+
+class RewardInfo(_Open):
+    reward: float
+    db_check: DBCheck | None = None
+    env_assertions: list[dict[str, Any]] | None = None
+    action_checks: list[dict[str, Any]] | None = None
+    nl_assertions: list[dict[str, Any]] | None = None
+    communicate_checks: list[dict[str, Any]] | None = None
+    reward_basis: list[RewardType] | None = None
+    reward_breakdown: dict[RewardType, float] | None = None
+    info: dict[str, Any] | None = None
+
+
+class SimulationRun(_Open):
+    id: str
+    task_id: str
+    timestamp: str | None = None
+    start_time: str
+    end_time: str
+    duration: float
+    termination_reason: TerminationReason
+    agent_cost: float | None = None
+    user_cost: float | None = None
+    reward_info: RewardInfo | None = None
+    messages: list[Message] | None = None
+    ticks: list[dict[str, Any]] | None = None
+    trial: int | None = None
+    seed: int | None = None
+    mode: str = "half_duplex"
+    info: dict[str, Any] | None = None
+
+
+class AgentInfo(_Open):
+    implementation: str
+    llm: str | None = None
+    llm_args: dict[str, Any] | None = None
+
+
+class UserInfo(_Open):
+    implementation: str
+    llm: str | None = None
+    llm_args: dict[str, Any] | None = None
+    global_simulation_guidelines: str | None = None
+
+
+class EnvironmentInfo(_Open):
+    domain_name: str
+    policy: str
+    tool_defs: dict[str, Any] | None = None
+
+
+class Info(_Open):
+    git_commit: str
+    num_trials: int
+    max_steps: int
+    max_errors: int
+    user_info: UserInfo
+    agent_info: AgentInfo
+    environment_info: EnvironmentInfo
+    seed: int | None = None
+
+
+class Results(_Open):
+    timestamp: str | None = None
+    info: Info
+    tasks: list[dict[str, Any]]
+    simulations: list[SimulationRun] = Field(default_factory=list)
+
+    @field_validator("tasks")
+    @classmethod
+    def _tasks_are_tasks(cls, tasks: list[dict[str, Any]]) -> list[dict[str, Any]]:
+        for task in tasks:
+            Task.model_validate(task)  # id, user_scenario, criteria shaped as upstream
+        return tasks
+
+    def task_ids(self) -> set[str]:
+        return {str(t["id"]) for t in self.tasks}

@@ -1,0 +1,99 @@
+"""The NL_ASSERTION judge through litellm: the original's prompt, its verdict format.
+
+The system prompt and the user-prompt template are the original's, extracted from its
+source at `tau data pull` time (`prompts/nl_judge_system_prompt.txt`,
+`prompts/nl_judge_user_prompt.txt`); the trajectory is rendered one `<role>: <content>`
+line per message. A failed call, an empty answer, an unparseable verdict or one with no
+results is a `JudgeError` (retryable: the episode is re-run on resume, never passed,
+tau2-bench #554); an unparseable verdict is asked again up to `attempts` times first.
+Token counts and cost of every judge call are returned with the checks.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from pathlib import Path
+from typing import Any
+
+from tau_adapters.protocol import Usage
+from tau_bench.tau3.data import prompt_text, resolve_tau3_data_dir
+from tau_bench.tau3.judge import JudgeError, NLCheck, parse_verdict, render
+from tau_bench.tau3.messages import Message
+
+__all__ = ["LLMJudge", "judge_messages"]
+
+
+class RetryableJudgeError(JudgeError):
+    """A judge failure worth running the episode's scoring again for."""
+
+    kind = "judge_error"
+    retryable = True
+
+
+def judge_messages(root: Path, trajectory: list[Message], assertions: list[str]) -> list[dict]:
+    """The two messages the original sends its judge."""
+    system = prompt_text(root, "nl_judge_system_prompt")
+    template = prompt_text(root, "nl_judge_user_prompt")
+    user = template.replace("{trajectory_str}", render(trajectory)).replace(
+        "{nl_assertions}", str(list(assertions))
+    )
+    return [{"role": "system", "content": system}, {"role": "user", "content": user}]
+
+
+class LLMJudge:
+    """Judges NL assertions with a model (default the original's, temperature 0)."""
+
+    def __init__(
+        self,
+        model: str,
+        *,
+        root: Path | None = None,
+        api_base: str | None = None,
+        attempts: int = 3,
+    ) -> None:
+        self.model = model
+        self.name = model
+        self.root = root
+        self.api_base = api_base
+        self.attempts = max(1, attempts)
+
+    def _config(self) -> Any:
+        from tau_bench.llm import LLMConfig
+
+        provider = self.model.split("/", 1)[0] if "/" in self.model else None
+        return LLMConfig(
+            model=self.model, provider=provider, api_base=self.api_base, temperature=0.0
+        )
+
+    async def ajudge(
+        self, trajectory: list[Message], assertions: list[str]
+    ) -> tuple[list[NLCheck], dict[str, Any]]:
+        """The checks and the judge's usage (`model`, tokens, cost, calls)."""
+        from tau_bench.llm import LLMError, complete
+
+        root = self.root or resolve_tau3_data_dir(None)
+        messages = judge_messages(root, trajectory, assertions)
+        usage = Usage()
+        last = ""
+        for _ in range(self.attempts):
+            try:
+                completion = await complete(self._config(), messages)
+            except LLMError as exc:
+                raise RetryableJudgeError(f"NL judge {self.model} failed: {exc}") from exc
+            usage.add(completion.usage)
+            try:
+                checks = parse_verdict(completion.content)
+            except JudgeError as exc:
+                last = str(exc)
+                continue
+            if not checks:
+                last = "the verdict has no results"
+                continue
+            return checks, {"model": self.model, **usage.to_dict()}
+        raise RetryableJudgeError(
+            f"NL judge {self.model}: no usable verdict after {self.attempts} attempts ({last})"
+        )
+
+    def judge(self, trajectory: list[Message], assertions: list[str]) -> list[NLCheck]:
+        """Synchronous use (outside an event loop): the checks only."""
+        return asyncio.run(self.ajudge(trajectory, assertions))[0]
