@@ -115,7 +115,7 @@ def cost_table(rows: Mapping[str, Mapping[str, Any]]) -> Any:
 
     table = Table(title="Cost (USD; unknown = not reported or not priced)")
     table.add_column("run", overflow="fold")
-    for name in (*PARTS, "total", "known part", "resolved", "per resolved task"):
+    for name in (*PARTS, "total", "known part", "resolved episodes", "per resolved"):
         table.add_column(name, justify="right")
     for label, t in rows.items():
         table.add_row(

@@ -17,10 +17,10 @@ from a2a.types.a2a_pb2 import Part, StreamResponse, TaskState
 from google.protobuf import json_format
 
 from adapters.a2a import textmode
-from adapters.a2a.coerce import coerce, parameters_of
 from adapters.a2a.convention import TOOL_CALL, ConventionError, kind_of, parse_tool_call
 from adapters.a2a.errors import A2ATaskCanceled, A2ATaskError, A2ATaskRejected
 from tau_adapters.protocol import AdapterAuthError, AdapterProtocolError, AgentTurn, ToolCall
+from tau_adapters.schema_values import parameters_of, restore_ints
 
 _FAILED: dict[int, type[A2ATaskError]] = {
     TaskState.TASK_STATE_FAILED: A2ATaskError,
@@ -136,7 +136,7 @@ def to_turn(
     if len(set(ids)) != len(ids):
         raise AdapterProtocolError(f"a2a: duplicate tool call ids in one turn: {ids}")
     for call in calls:
-        call.arguments = coerce(call.arguments, parameters_of(tools, call.name))
+        call.arguments = restore_ints(call.arguments, parameters_of(tools, call.name))
     ended = reply.state == TaskState.TASK_STATE_COMPLETED and not calls
     if not messages and not calls and not ended:
         raise AdapterProtocolError(

@@ -29,7 +29,7 @@ from adapters.ces.clients import Clients, make_clients
 from adapters.ces.options import Options, merged
 from adapters.ces.outputs import Parsed, RawCall
 from adapters.ces.retry import RetryPolicy, Sleep, call_with_retries
-from adapters.ces.structs import restore_ints, to_struct
+from adapters.ces.structs import to_struct
 from adapters.ces.transport import BidiTransport, Exchanged, UnaryTransport
 from tau_adapters.protocol import (
     AdapterConfigError,
@@ -43,6 +43,7 @@ from tau_adapters.protocol import (
     UserTurn,
 )
 from tau_adapters.registry import AgentProvider
+from tau_adapters.schema_values import parameters_by_name, restore_ints
 
 NOT_EXECUTED = "Error: tool call not executed (the evaluation harness limits tool calls per turn)"
 PAGE_SIZE = 100
@@ -53,16 +54,6 @@ def session_id_for(session: SessionContext) -> str:
     """The CES session id: the episode's id when it is short and plain, else a hash."""
     sid = str(session.session_id)
     return sid if _SESSION_ID.match(sid) else hashlib.sha256(sid.encode()).hexdigest()[:36]
-
-
-def _schemas(tools: list[dict[str, Any]]) -> dict[str, Any]:
-    """Function name -> parameters schema, from OpenAI-style tool schemas."""
-    out: dict[str, Any] = {}
-    for tool in tools or []:
-        fn = tool.get("function", tool) if isinstance(tool, Mapping) else None
-        if isinstance(fn, Mapping) and isinstance(fn.get("name"), str):
-            out[fn["name"]] = fn.get("parameters")
-    return out
 
 
 def load_options(options: Mapping[str, Any]) -> Options:
@@ -209,7 +200,7 @@ class CesAdapter:
 
         await self.close()
         self._tool_names = await self.provider.tool_names()
-        self._schemas = _schemas(session.tools)
+        self._schemas = parameters_by_name(session.tools)
         self.session_name = self.options.session_name(session_id_for(session))
         config = ces_v1.SessionConfig(session=self.session_name)
         if self.options.deployment:

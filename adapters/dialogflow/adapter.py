@@ -27,7 +27,7 @@ from typing import Any
 from adapters.dialogflow.clients import Clients, make_clients
 from adapters.dialogflow.config import DialogflowConfig, load_config, session_id_for
 from adapters.dialogflow.options import DialogflowOptions
-from adapters.dialogflow.responses import ParsedResponse, PendingToolCall, parse_response
+from adapters.dialogflow.responses import ParsedResponse, PendingToolCall, parse_response, raw
 from adapters.dialogflow.retry import (
     RetryLog,
     RetryPolicy,
@@ -35,7 +35,7 @@ from adapters.dialogflow.retry import (
     TokenBucket,
     call_with_retries,
 )
-from adapters.dialogflow.structs import message_to_dict, struct_to_python
+from adapters.dialogflow.structs import message_to_dict, python_to_struct, struct_to_python
 from tau_adapters.protocol import (
     AdapterError,
     AdapterLimitError,
@@ -50,6 +50,7 @@ from tau_adapters.protocol import (
     UserTurn,
 )
 from tau_adapters.registry import AgentProvider
+from tau_adapters.schema_values import parameters_by_name
 
 SESSION_MARKER = "tau_session"
 NOT_EXECUTED = "Error: tool call not executed (the evaluation harness limits tool calls per turn)"
@@ -78,7 +79,7 @@ def split_sentences(text: str, limit: int) -> list[str]:
 def session_was_reset(response: Any) -> bool:
     """Whether a later response's session parameters lack the first request's marker
     (only when the agent reports parameters at all)."""
-    params = type(response.query_result).pb(response.query_result).parameters
+    params = raw(response).query_result.parameters
     return bool(params.fields) and SESSION_MARKER not in params.fields
 
 
@@ -88,26 +89,34 @@ def is_error_observation(text: str) -> bool:
 
 
 def tool_call_result(call: PendingToolCall, content: str, is_error: bool) -> Any:
-    """The one documented shape of an observation sent back to Dialogflow."""
+    """The one documented shape of an observation sent back to Dialogflow (raw protobuf:
+    requests are built raw on the hot path, see `_request`)."""
     from google.cloud import dialogflowcx_v3beta1 as cx
 
+    result = cx.ToolCallResult.pb()(tool=call.tool, action=call.action)
     if is_error or is_error_observation(content):
-        return cx.ToolCallResult(
-            tool=call.tool, action=call.action, error=cx.ToolCallResult.Error(message=content)
-        )
-    return cx.ToolCallResult(
-        tool=call.tool, action=call.action, output_parameters={"result": content}
-    )
+        result.error.message = content
+    else:
+        result.output_parameters["result"] = content
+    return result
 
 
-def _schemas(tools: list[dict[str, Any]]) -> dict[str, Any]:
-    """Function name -> parameters schema, from OpenAI-style tool schemas."""
-    out: dict[str, Any] = {}
-    for tool in tools or []:
-        fn = tool.get("function", tool) if isinstance(tool, Mapping) else None
-        if isinstance(fn, Mapping) and isinstance(fn.get("name"), str):
-            out[fn["name"]] = fn.get("parameters")
-    return out
+def text_query(text: str, language_code: str) -> Any:
+    """A raw QueryInput carrying user text."""
+    from google.cloud import dialogflowcx_v3beta1 as cx
+
+    query = cx.QueryInput.pb()(language_code=language_code)
+    query.text.text = text
+    return query
+
+
+def result_query(result: Any, language_code: str) -> Any:
+    """A raw QueryInput carrying one raw ToolCallResult."""
+    from google.cloud import dialogflowcx_v3beta1 as cx
+
+    query = cx.QueryInput.pb()(language_code=language_code)
+    query.tool_call_result.CopyFrom(result)
+    return query
 
 
 class DialogflowProvider:
@@ -297,6 +306,7 @@ class DialogflowAdapter:
         self.config = provider.config
         self._session_path = ""
         self._params: dict[str, Any] = {}
+        self._params_pb: dict[str, Any] = {}
         self._schemas: dict[str, Any] = {}
         self._tool_names: dict[str, str] = {}
         self._pending: dict[str, PendingToolCall] = {}
@@ -312,17 +322,16 @@ class DialogflowAdapter:
     async def start(self, session: SessionContext) -> None:
         await self.provider.clients()
         self._tool_names = await self.provider.tool_names()
-        self._schemas = _schemas(session.tools)
+        self._schemas = parameters_by_name(session.tools)
         self._session_path = self.config.session_path(session_id_for(session))
         self._params = self.config.render_params(session)
         self._pending = {}
+        self._params_pb = {}
         self._first = True
         self._seq = 0
         self._state = "open"
 
     async def send(self, turn: AgentInput) -> AgentTurn:
-        from google.cloud import dialogflowcx_v3beta1 as cx
-
         if self._state != "open":
             raise AdapterProtocolError(f"dialogflow: send() on a {self._state} conversation")
         acc = _Accumulator()
@@ -331,8 +340,7 @@ class DialogflowAdapter:
             self._pending = {}
             parts = self._text_inputs(turn.text)
             for part in parts:
-                query = cx.QueryInput(text=cx.TextInput(text=part), language_code=lang)
-                await self._exchange(query, acc)
+                await self._exchange(text_query(part, lang), acc)
                 if acc.ended:
                     break
             if len(parts) > 1:
@@ -346,18 +354,14 @@ class DialogflowAdapter:
                         f"dialogflow: result for unknown tool call {result.call_id!r}"
                     )
                 answer = tool_call_result(call, result.content, result.is_error)
-                await self._exchange(
-                    cx.QueryInput(tool_call_result=answer, language_code=lang), acc
-                )
+                await self._exchange(result_query(answer, lang), acc)
                 if acc.ended:
                     break
             # Calls the loop dropped (per-turn limit): tell the agent they did not run.
             for call in pending.values() if not acc.ended else []:
                 acc.skipped_calls += 1
                 answer = tool_call_result(call, NOT_EXECUTED, True)
-                await self._exchange(
-                    cx.QueryInput(tool_call_result=answer, language_code=lang), acc
-                )
+                await self._exchange(result_query(answer, lang), acc)
                 if acc.ended:
                     break
         else:
@@ -379,30 +383,42 @@ class DialogflowAdapter:
             "send it as consecutive messages split at sentence boundaries)"
         )
 
-    def _request(self, query: Any) -> Any:
+    def _query_params(self, first: bool) -> Any:
+        """The raw QueryParameters of the first or of any later request (built once per
+        episode: they do not change within it)."""
         from google.cloud import dialogflowcx_v3beta1 as cx
-        from google.protobuf import duration_pb2
 
-        params = cx.QueryParameters()
+        params = cx.QueryParameters.pb()()
         # Sent on every request (the API takes them on any): a session the service
         # recreated still knows its task. The marker goes only on the first, so a reset
         # session shows by lacking it.
-        if self._params or self._first:
+        if self._params or first:
             values = dict(self._params)
-            if self._first:
+            if first:
                 values[SESSION_MARKER] = True
-            params.parameters = values
+            params.parameters.CopyFrom(python_to_struct(values))
         if self.config.session_ttl:
-            params.session_ttl = duration_pb2.Duration(seconds=self.config.session_ttl)
-        request = cx.DetectIntentRequest(
-            session=self._session_path, query_input=query, query_params=params
-        )
+            params.session_ttl.seconds = self.config.session_ttl
+        return params
+
+    def _request(self, query: Any) -> Any:
+        """The DetectIntentRequest for raw QueryInput `query`, built as raw protobuf and
+        wrapped once (proto-plus would marshal every field on every request)."""
+        from google.cloud import dialogflowcx_v3beta1 as cx
+
+        key = "first" if self._first else "later"
+        params = self._params_pb.get(key)
+        if params is None:
+            params = self._params_pb[key] = self._query_params(self._first)
+        request = cx.DetectIntentRequest.pb()(session=self._session_path)
+        request.query_input.CopyFrom(query)
+        request.query_params.CopyFrom(params)
         if self.config.response_view:
             request.response_view = getattr(
                 cx.DetectIntentResponseView,
                 f"DETECT_INTENT_RESPONSE_VIEW_{self.config.response_view}",
             )
-        return request
+        return cx.DetectIntentRequest.wrap(request)
 
     async def _exchange(self, query: Any, acc: _Accumulator) -> None:
         clients = await self.provider.clients()
@@ -440,7 +456,7 @@ class DialogflowAdapter:
             note = ""
             if log.retries:
                 note = f" (after {log.attempts} attempts)"
-            text = query.text.text if "text" in query else ""
+            text = query.text.text if query.HasField("text") else ""
             if "INVALID_ARGUMENT" in str(exc) and len(text) > TEXT_HINT_LENGTH:
                 note += (
                     f" (the user message has {len(text)} characters; Dialogflow limits text input)"
@@ -465,7 +481,7 @@ class DialogflowAdapter:
             entry["request"] = message_to_dict(request)
             entry["response"] = message_to_dict(response)
         else:
-            entry["input"] = "text" if "text" in query else "tool_call_result"
+            entry["input"] = query.WhichOneof("input")
             entry["response_id"] = response.response_id
         if log.retries:
             entry["retries"] = log.retries

@@ -6,6 +6,15 @@ is the agent's start playbook unless a display name is given, in which case that
 playbook is created or updated; its guidelines are the domain policy and its steps
 reference every tool as `${TOOL: name}`. With `dry_run` nothing is written: the plan
 (the requests that would be sent) is returned for printing.
+
+A named playbook is wired in, or no session would ever run it (`wire`):
+
+* `reference` (default): the start playbook gets one more instruction step handing every
+  request over to `${PLAYBOOK: name}`; its own guidelines and steps are kept. This works
+  on any agent: the v3beta1 reference says `Agent.start_playbook` currently accepts only
+  the default playbook.
+* `start`: UpdateAgent points `start_playbook` at the named playbook (where the service
+  accepts it, e.g. the emulator).
 """
 
 from __future__ import annotations
@@ -22,13 +31,15 @@ from adapters.dialogflow.toolspec import function_of, tool_message
 
 TOOL_FIELDS = ("description", "function_spec")
 PLAYBOOK_FIELDS = ("display_name", "goal", "instruction", "referenced_tools")
+WIRINGS = ("reference", "start")
+DEFAULT_WIRING = "reference"
 
 
 @dataclass
 class Step:
     """One provisioning action and the request it sends (or would send)."""
 
-    action: str  # create_tool | update_tool | create_playbook | update_playbook
+    action: str  # create_tool | update_tool | create_playbook | update_playbook | update_agent
     target: str
     request: dict[str, Any]
     fields: list[str] = field(default_factory=list)
@@ -46,6 +57,7 @@ class Report:
     steps: list[Step] = field(default_factory=list)
     unchanged: list[str] = field(default_factory=list)
     dry_run: bool = False
+    wiring: str = ""  # how sessions reach the provisioned playbook, one sentence
 
     @property
     def changed(self) -> bool:
@@ -56,6 +68,7 @@ class Report:
             "dry_run": self.dry_run,
             "changes": [s.to_dict() for s in self.steps],
             "unchanged": self.unchanged,
+            "wiring": self.wiring,
         }
 
 
@@ -85,6 +98,28 @@ def playbook_instruction(policy: str, schemas: Sequence[Mapping[str, Any]]) -> A
         cx.Playbook.Step(text="Reply to the user in plain text, one step at a time."),
     ]
     return cx.Playbook.Instruction(guidelines=policy.strip(), steps=steps)
+
+
+def playbook_token(display_name: str) -> str:
+    """How an instruction step names another playbook (as `${TOOL: name}` names a tool)."""
+    return f"${{PLAYBOOK: {display_name}}}"
+
+
+def _mentions(steps: Sequence[Any], token: str) -> bool:
+    return any(token in step.text or _mentions(step.steps, token) for step in steps)
+
+
+def with_reference(instruction: Any, display_name: str) -> Any | None:
+    """`instruction` plus a step handing over to playbook `display_name`; None when one of
+    its steps (at any depth) already names that playbook."""
+    from google.cloud import dialogflowcx_v3beta1 as cx
+
+    token = playbook_token(display_name)
+    if _mentions(instruction.steps, token):
+        return None
+    updated = cx.Playbook.Instruction.deserialize(cx.Playbook.Instruction.serialize(instruction))
+    updated.steps.append(cx.Playbook.Step(text=f"Hand every customer request over to {token}."))
+    return updated
 
 
 def _differing(current: Any, desired: Any, names: tuple[str, ...]) -> list[str]:
@@ -146,10 +181,13 @@ class Provisioner:
         policy_text: str,
         *,
         playbook_name: str | None = None,
+        wire: str = DEFAULT_WIRING,
         dry_run: bool = False,
     ) -> Report:
         from google.cloud import dialogflowcx_v3beta1 as cx
 
+        if wire not in WIRINGS:
+            raise ValueError(f"wire must be one of {', '.join(WIRINGS)}, not {wire!r}")
         report = Report(dry_run=dry_run)
         agent = await self._rpc(
             "GetAgent",
@@ -186,7 +224,13 @@ class Provisioner:
             if not dry_run:
                 await self._rpc("UpdateTool", self.clients.tools.update_tool, request)
                 self.log(f"updated tool {desired.display_name} ({', '.join(fields)})")
-        await self._playbook(report, agent, env, schemas, policy_text, tool_names, playbook_name)
+        target, playbooks = await self._playbook(
+            report, agent, env, schemas, policy_text, tool_names, playbook_name
+        )
+        if playbook_name:
+            await self._wire(report, agent, playbooks, target, playbook_name, wire)
+        else:
+            report.wiring = "the agent's start playbook was provisioned in place"
         return report
 
     async def _playbook(
@@ -198,7 +242,9 @@ class Provisioner:
         policy_text: str,
         tool_names: list[str],
         playbook_name: str | None,
-    ) -> None:
+    ) -> tuple[str, list[Any]]:
+        """Create or update the playbook; its resource name (a placeholder in a dry run
+        that would create it) and the agent's playbooks as listed before."""
         from google.cloud import dialogflowcx_v3beta1 as cx
 
         playbooks = await self._list("playbooks")
@@ -222,14 +268,17 @@ class Provisioner:
             report.steps.append(
                 Step("create_playbook", desired.display_name, message_to_dict(request))
             )
-            if not report.dry_run:
-                await self._rpc("CreatePlaybook", self.clients.playbooks.create_playbook, request)
-                self.log(f"created playbook {desired.display_name}")
-            return
+            if report.dry_run:
+                return f"<new playbook {desired.display_name}>", playbooks
+            created = await self._rpc(
+                "CreatePlaybook", self.clients.playbooks.create_playbook, request
+            )
+            self.log(f"created playbook {desired.display_name}")
+            return str(created.name), playbooks
         fields = _differing(current, desired, PLAYBOOK_FIELDS)
         if not fields:
             report.unchanged.append(f"playbook {current.display_name}")
-            return
+            return str(current.name), playbooks
         desired.name = current.name
         request = cx.UpdatePlaybookRequest(playbook=desired, update_mask={"paths": fields})
         report.steps.append(
@@ -238,3 +287,56 @@ class Provisioner:
         if not report.dry_run:
             await self._rpc("UpdatePlaybook", self.clients.playbooks.update_playbook, request)
             self.log(f"updated playbook {current.display_name} ({', '.join(fields)})")
+        return str(current.name), playbooks
+
+    async def _wire(
+        self,
+        report: Report,
+        agent: Any,
+        playbooks: list[Any],
+        target: str,
+        display_name: str,
+        wire: str,
+    ) -> None:
+        """Make sessions reach playbook `target` (see module doc); nothing when they do."""
+        from google.cloud import dialogflowcx_v3beta1 as cx
+
+        would = "would be" if report.dry_run else "is"
+        if target == agent.start_playbook:
+            report.wiring = f"playbook {display_name!r} is the agent's start playbook"
+            return
+        if wire == "start":
+            request: Any = cx.UpdateAgentRequest(
+                agent=cx.Agent(name=agent.name, start_playbook=target),
+                update_mask={"paths": ["start_playbook"]},
+            )
+            report.steps.append(Step("update_agent", agent.name, message_to_dict(request)))
+            report.wiring = f"playbook {display_name!r} {would} the agent's start playbook"
+            if not report.dry_run:
+                await self._rpc("UpdateAgent", self.clients.agents.update_agent, request)
+                self.log(f"made playbook {display_name} the start playbook")
+            return
+        start = next((p for p in playbooks if p.name == agent.start_playbook), None)
+        if start is None:
+            raise ValueError(
+                f"agent {self.config.agent_name} has no start playbook to reference "
+                f"{display_name!r} from; pass --wire start"
+            )
+        report.wiring = (
+            f"playbook {display_name!r} {would} referenced from the start playbook "
+            f"{start.display_name!r}"
+        )
+        instruction = with_reference(start.instruction, display_name)
+        if instruction is None:
+            report.unchanged.append(f"reference to {display_name} in {start.display_name}")
+            return
+        request = cx.UpdatePlaybookRequest(
+            playbook=cx.Playbook(name=start.name, instruction=instruction),
+            update_mask={"paths": ["instruction"]},
+        )
+        report.steps.append(
+            Step("update_playbook", start.display_name, message_to_dict(request), ["instruction"])
+        )
+        if not report.dry_run:
+            await self._rpc("UpdatePlaybook", self.clients.playbooks.update_playbook, request)
+            self.log(f"referenced playbook {display_name} from {start.display_name}")

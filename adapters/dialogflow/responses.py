@@ -4,6 +4,9 @@ Text goes to the user, `tool_call`s are surfaced as tool calls, `end_interaction
 `live_agent_handoff` end the episode; everything else (payloads, knowledge cards,
 audio text, conversation_success, telephony transfer...) is only recorded: a kind we do
 not understand must never crash an episode.
+
+Read on the raw protobuf, not through proto-plus: every proto-plus attribute access
+marshals, and this runs on every DetectIntent answer (the adapter's hot path).
 """
 
 from __future__ import annotations
@@ -35,30 +38,34 @@ class ParsedResponse:
     match_type: str = ""
 
 
+def raw(message: Any) -> Any:
+    """The raw protobuf of a proto-plus message (a raw message as it is)."""
+    cls = type(message)
+    return cls.pb(message) if hasattr(cls, "pb") else message
+
+
 def message_kind(message: Any) -> str | None:
     """Which member of the ResponseMessage `message` oneof is set (None: none)."""
-    pb = type(message).pb(message)
-    kind: str | None = pb.WhichOneof("message")
+    kind: str | None = raw(message).WhichOneof("message")
     return kind
 
 
 def parse_response(response: Any, *, full: bool = True) -> ParsedResponse:
-    """Sort a (proto-plus) DetectIntentResponse's messages by what the loop must do;
+    """Sort a DetectIntentResponse's messages (proto-plus or raw) by what the loop must do;
     `full=False` (the compact trace) skips converting `generative_info` to a dict."""
     parsed = ParsedResponse()
-    result = response.query_result
-    for message in result.response_messages:
-        kind = message_kind(message)
+    pb_result = raw(response).query_result
+    for message in pb_result.response_messages:
+        kind = message.WhichOneof("message")
         if kind == "text":
             text = " ".join(t for t in message.text.text if t)
             if text:
                 parsed.texts.append(text)
         elif kind == "tool_call":
             call = message.tool_call
-            pb = type(call).pb(call)
             parsed.tool_calls.append(
                 PendingToolCall(
-                    tool=call.tool, action=call.action, input_parameters=pb.input_parameters
+                    tool=call.tool, action=call.action, input_parameters=call.input_parameters
                 )
             )
         elif kind == "end_interaction":
@@ -71,9 +78,9 @@ def parse_response(response: Any, *, full: bool = True) -> ParsedResponse:
             parsed.other.append({"kind": kind, "message": message_to_dict(message)})
         else:
             parsed.other.append({"kind": kind or "empty", "message": message_to_dict(message)})
-    pb_result = type(result).pb(result)
     if full and pb_result.HasField("generative_info"):
-        parsed.generative_info = message_to_dict(result.generative_info)
+        parsed.generative_info = message_to_dict(pb_result.generative_info)
     if pb_result.HasField("match"):
-        parsed.match_type = result.match.match_type.name
+        match = pb_result.match
+        parsed.match_type = match.MatchType.Name(match.match_type)
     return parsed

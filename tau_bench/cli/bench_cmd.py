@@ -1,4 +1,4 @@
-"""`tau bench core|runner|sdg`: performance benchmarks that print a table."""
+"""`tau bench core|runner|sdg|adapters`: performance benchmarks that print a table."""
 
 from __future__ import annotations
 
@@ -214,3 +214,53 @@ def sdg(
     console.print(f"machine: {results['machine']}")
     if json_out:
         json_out.write_text(json.dumps(results, indent=2))
+
+
+@app.command("adapters")
+def adapters(
+    adapter: list[str] = typer.Option(
+        [], "--adapter", help="Adapter stand-in to measure (repeatable; default: all installed)."
+    ),
+    env: list[str] = typer.Option([], "--env", help="Domain (repeatable; default: both)."),
+    tasks: int = typer.Option(5, "--tasks", help="Test tasks per adapter and domain."),
+    repeat: int = typer.Option(3, "--repeat", help="Rounds of the tasks; the lowest CPU is kept."),
+    agent_option: list[str] = typer.Option(
+        [], "--agent-option", help="KEY=VALUE added to every adapter's options (repeatable)."
+    ),
+    data_dir: Path | None = typer.Option(None, "--data-dir", help="τ-bench data directory."),
+    json_out: Path | None = typer.Option(None, "--json", help="Also write the rows as JSON."),
+    markdown: bool = typer.Option(False, help="Also print the table as Markdown."),
+) -> None:
+    """Each hosted adapter's own CPU per turn against its local stand-in (concurrency 1)."""
+    import os
+
+    from rich.console import Console
+
+    from tau_bench.benchmarks import adapters as bench
+    from tau_bench.cli.errors import fail
+    from tau_bench.data.paths import resolve_data_dir
+
+    domains = tuple(env) or bench.DOMAINS
+    unknown = [d for d in domains if d not in bench.DOMAINS]
+    if unknown:
+        fail(f"unknown --env {unknown[0]!r}: choose {' or '.join(bench.DOMAINS)}")
+    if tasks < 1 or repeat < 1:
+        fail("--tasks and --repeat must be at least 1")
+    extra: dict[str, str] = {}
+    for item in agent_option:
+        key, sep, value = item.partition("=")
+        if not sep or not key.strip():
+            fail(f"--agent-option expects KEY=VALUE, got {item!r}")
+        extra[key.strip()] = value
+    root = resolve_data_dir(data_dir)
+    try:
+        rows = bench.run(adapter or None, domains, tasks, str(root), extra, repeat)
+    except ValueError as exc:
+        fail(str(exc))
+    Console(width=150).print(bench.render(rows))
+    load = ", ".join(f"{x:.2f}" for x in os.getloadavg())
+    print(f"machine: {_machine()}; load average {load}")
+    if markdown:
+        print(bench.markdown(rows))
+    if json_out:
+        json_out.write_text(json.dumps(bench.as_json(rows), indent=2))

@@ -32,8 +32,12 @@ def _console() -> Any:
     return Console() if sys.stdout.isatty() else Console(width=200)
 
 
-def _load(paths: list[Path]) -> list[Run]:
+def _load(paths: list[Path], tasks: str | None = None) -> list[Run]:
+    """The runs, with only the episodes of `tasks` (ids and ranges: "0-4 7") when given."""
+    from dataclasses import replace
+
     from tau_bench.analysis.loading import ResultsLoadError, load_runs
+    from tau_bench.task_ids import expand_task_ids
 
     try:
         loaded = load_runs(list(paths))
@@ -41,7 +45,17 @@ def _load(paths: list[Path]) -> list[Run]:
         fail(str(exc))
     for reason in loaded.skipped:
         _note(f"skipped: {reason}")
-    return loaded.runs
+    if tasks is None:
+        return loaded.runs
+    try:
+        wanted = set(expand_task_ids(tasks))
+    except ValueError as exc:
+        fail(f"--tasks: {exc}")
+    runs = [replace(r, records=[e for e in r.records if e.task_id in wanted]) for r in loaded.runs]
+    empty = [r.label for r in runs if not r.records]
+    if empty:
+        fail(f"--tasks {tasks!r} selects no episode of {', '.join(empty)}")
+    return runs
 
 
 def _compare(
@@ -54,6 +68,7 @@ def _compare(
     confidence: float,
     by_user_model: bool,
     allow_mismatch: bool = False,
+    tasks: str | None = None,
 ) -> Comparison:
     """The comparison; its `runs` are the runs as compared (one per row). Unlike runs
     are refused first (exit 3; `tau_bench.cli.compare_checks`)."""
@@ -64,7 +79,7 @@ def _compare(
         fail("--bootstrap must be at least 1")
     if not 0 < confidence < 1:
         fail("--confidence must be between 0 and 1 (e.g. 0.95)")
-    runs = _load(results)
+    runs = _load(results, tasks)
     confounds = check_confounds(
         runs, intersect=intersect, allow_mismatch=allow_mismatch, console=_console()
     )
@@ -107,6 +122,10 @@ AllowMismatch = Annotated[
         "suite version, user simulator, judge); every output then says so first.",
     ),
 ]
+Tasks = Annotated[
+    str | None,
+    typer.Option("--tasks", help='Only these tasks: ids and ranges, e.g. "0-4 7 retail/9-12".'),
+]
 ByUserModel = Annotated[
     bool,
     typer.Option(
@@ -131,6 +150,7 @@ def compare(
     ] = True,
     by_user_model: ByUserModel = False,
     allow_mismatch: AllowMismatch = False,
+    tasks: Tasks = None,
     gate: Annotated[
         bool,
         typer.Option(
@@ -166,6 +186,7 @@ def compare(
         confidence=confidence,
         by_user_model=by_user_model,
         allow_mismatch=allow_mismatch,
+        tasks=tasks,
     )
     console = _console()
     console.print(runs_table(comparison))
@@ -206,6 +227,7 @@ def report(
     confidence: Confidence = 0.95,
     by_user_model: ByUserModel = False,
     allow_mismatch: AllowMismatch = False,
+    tasks: Tasks = None,
 ) -> None:
     """One self-contained HTML report: tables, charts, every trajectory."""
     from tau_bench.analysis.report import write_report
@@ -226,6 +248,7 @@ def report(
         confidence=confidence,
         by_user_model=by_user_model,
         allow_mismatch=allow_mismatch,
+        tasks=tasks,
     )
     warning = comparison.confounds.get("warning")
     if warning:  # the page's first heading says it too

@@ -93,6 +93,17 @@ def serve(
         Path | None,
         typer.Option("--data-dir", help="τ-bench data directory (default: $TAU_BENCH_DATA)."),
     ] = None,
+    backend: Annotated[
+        str,
+        typer.Option("--backend", help="Where runs' episodes execute: local or ray (scale.md)."),
+    ] = "local",
+    ray_address: Annotated[
+        str | None,
+        typer.Option("--ray-address", help="Ray cluster of the runs (implies --backend ray)."),
+    ] = None,
+    workers: Annotated[
+        int, typer.Option("--workers", min=1, help="Ray workers per run (> 1: a local Ray).")
+    ] = 1,
     scores_config: Annotated[
         Path | None,
         typer.Option(
@@ -146,7 +157,12 @@ def serve(
             fail(f"no API token: set {TOKEN_ENV} (or --token), or use --no-auth on localhost")
         if len(token) < MIN_TOKEN_LENGTH:
             _note(f"warning: the API token is short (under {MIN_TOKEN_LENGTH} characters)")
+    if backend not in ("local", "ray"):
+        fail(f"--backend: unknown backend {backend!r} (local or ray)")
     settings = ServiceSettings(
+        backend=backend,
+        ray_address=ray_address,
+        workers=workers,
         state_dir=(state_dir or default_state_dir()).expanduser(),
         token=token,
         max_runs=max_runs,

@@ -20,7 +20,7 @@ _ENV_HELP = "The domain whose tools to serve: airline or retail."
 def serve(
     env: str = typer.Option(..., "--env", help=_ENV_HELP),
     host: str = typer.Option("127.0.0.1", "--host", help="Interface to listen on."),
-    port: int = typer.Option(8080, "--port", help="Port (0 picks a free one)."),
+    port: int = typer.Option(8080, "--port", min=0, max=65535, help="Port (0 picks a free one)."),
     token: str | None = typer.Option(
         None, "--token", envvar="TAU_TOOLS_TOKEN", help="Bearer token clients must send."
     ),
@@ -47,13 +47,28 @@ def serve(
     domain = load_domain(env, data_dir)
     store = SessionStore(domain, ttl=ttl)
     app_ = create_app(store, str(token), server_url=public_url, mcp=mcp)
-    where = f"http://{host}:{port}"
+    import socket
+
+    family = socket.AF_INET6 if ":" in host else socket.AF_INET
+    sock = socket.socket(family, socket.SOCK_STREAM, socket.IPPROTO_TCP)
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    try:
+        sock.bind((host, port))  # bound first: --port 0 prints the port really used
+        sock.listen(2048)  # clients that connect now wait in the backlog until uvicorn serves
+    except OSError as exc:
+        sock.close()
+        fail(f"cannot listen on {host}:{port}: {exc.strerror or exc}")
+    bound = sock.getsockname()[1]
+    shown = f"[{host}]" if ":" in host else host
     print(
-        f"serving {env} tools on {where}: POST /sessions, /sessions/{{id}}/tools/{{name}}, "
-        f"/openapi.json{', /mcp' if mcp else ''} (bearer token required)",
+        f"serving {env} tools on http://{shown}:{bound}: POST /sessions, "
+        f"/sessions/{{id}}/tools/{{name}}, /openapi.json{', /mcp' if mcp else ''} "
+        "(bearer token required)",
         file=sys.stderr,
+        flush=True,
     )
-    uvicorn.run(app_, host=host, port=port, log_level="warning", timeout_graceful_shutdown=2)
+    config = uvicorn.Config(app_, log_level="warning", timeout_graceful_shutdown=2)
+    uvicorn.Server(config).run(sockets=[sock])
 
 
 @app.command()

@@ -101,6 +101,10 @@ def read_yaml_mapping(path: str | Path) -> dict[str, Any]:
         text = p.read_text(encoding="utf-8")
     except OSError as exc:
         raise RunConfigError(f"cannot read config file {p}: {exc.strerror}") from None
+    except UnicodeDecodeError as exc:
+        raise RunConfigError(
+            f"{p}: not UTF-8 text (byte {exc.start}); a config file is YAML in UTF-8"
+        ) from None
     try:
         data = yaml.safe_load(text)
     except yaml.YAMLError as exc:

@@ -11,6 +11,7 @@ same fingerprint.
 from __future__ import annotations
 
 import hashlib
+import re
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
@@ -20,6 +21,9 @@ from tau_adapters.redaction import redact_secrets
 from tau_bench.task_ids import expand_task_ids
 
 OUTPUT_FORMATS = ("tau-bench",)
+MAX_TRIALS = 10_000  # a run's trials are kept in memory: far above any real use
+# A run name is a file-name stem inside --log-dir: no path, no leading dot.
+RUN_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,99}$")
 
 # Fields that do not change what an episode scores: excluded from the fingerprint.
 _NOT_RESULT_FIELDS = frozenset(
@@ -96,7 +100,7 @@ class RunConfig(BaseModel):
     end_index: int = -1
     task_ids: list[int | str] | None = None
     tasks_file: str | None = None
-    num_trials: int = Field(default=1, ge=1)
+    num_trials: int = Field(default=1, ge=1, le=MAX_TRIALS)
     max_concurrency: int = Field(default=1, ge=1)
     workers: int = Field(default=1, ge=1)
     # Where episodes run: this process ("local") or Ray workers (`workers` of them; on the
@@ -172,6 +176,16 @@ class RunConfig(BaseModel):
             raise ValueError(
                 f"unknown output format {value!r} (available: {', '.join(OUTPUT_FORMATS)}; "
                 "MT-bench files: tau export --format mt-bench)"
+            )
+        return value
+
+    @field_validator("run_name")
+    @classmethod
+    def _file_stem(cls, value: str | None) -> str | None:
+        if value is not None and not RUN_NAME.match(value):
+            raise ValueError(
+                "letters, digits, '.', '-' and '_' only (at most 100, no leading dot): "
+                "it names files inside --log-dir"
             )
         return value
 

@@ -10,7 +10,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from tau_bench.data.paths import resolve_data_dir
+from tau_bench.data.paths import DataDirError, resolve_data_dir
 from tau_bench.db import BaseDB
 from tau_bench.domains.tool import Tool
 from tau_bench.errors import UnknownDomainError, UnknownSplitError
@@ -91,8 +91,17 @@ _lock = threading.Lock()
 
 
 def _read_json(path: Path) -> Any:
-    with path.open("rb") as fh:
-        return json.load(fh)
+    """A data file's JSON; a damaged or unreadable file is a data-directory error."""
+    try:
+        with path.open("rb") as fh:
+            return json.load(fh)
+    except OSError as exc:
+        raise DataDirError(f"cannot read {path}: {exc.strerror or exc}") from None
+    except (ValueError, RecursionError) as exc:  # JSONDecodeError, bad UTF-8, absurd depth
+        raise DataDirError(
+            f"{path} is not valid JSON ({str(exc)[:120]}): the data directory is damaged; "
+            "restore it or run `tau data pull`"
+        ) from None
 
 
 def load_domain(name: str, data_dir: str | Path | None = None) -> Domain:

@@ -140,7 +140,7 @@ def request_body(
     """The JSON body and extra headers of one call (what litellm sends for OpenAI)."""
     body: dict[str, Any] = {
         "model": _route(config.model, config.provider, config.api_base)[0],
-        "messages": list(messages),
+        "messages": [_without_null_content(m) for m in messages],
     }
     if tools:
         body["tools"] = list(tools)
@@ -157,6 +157,13 @@ def request_body(
         else:
             body[key] = value
     return body, headers
+
+
+def _without_null_content(message: Mapping[str, Any]) -> Mapping[str, Any]:
+    """litellm leaves `"content": null` out of a message (an assistant's tool calls)."""
+    if "content" in message and message["content"] is None:
+        return {k: v for k, v in message.items() if k != "content"}
+    return message
 
 
 _clients: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, dict[tuple[str, str], Any]] = (

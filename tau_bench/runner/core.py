@@ -164,6 +164,15 @@ class Runner:
             raise RunConfigError(f"user strategy {name!r}: {exc}") from None
 
     def _open_log(self) -> ResultsLog:
+        try:
+            return self._open_log_file()
+        except OSError as exc:  # a --log-dir that is a file, read-only, on a full disk...
+            where = self.plan.log_path.parent
+            raise RunConfigError(
+                f"cannot write results in {where}: {exc.strerror or exc} (check --log-dir)"
+            ) from None
+
+    def _open_log_file(self) -> ResultsLog:
         plan = self.plan
         if plan.resumed:
             return ResultsLog.reopen(plan.log_path, {"at": now_iso(), "pending": len(plan.pending)})
@@ -423,7 +432,7 @@ class Runner:
         finally:
             with contextlib.suppress(Exception):
                 await provider.aclose()
-        backend = RayBackend(self.config)
+        backend = RayBackend(self.config, type(self))
         try:  # before the log: a missing extra or a bad address writes nothing
             backend.start()
         except ImportError as exc:

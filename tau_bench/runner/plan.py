@@ -195,6 +195,9 @@ def _for_run(domain: Domain, config: RunConfig) -> Domain:
     return for_run(config) if for_run is not None else domain
 
 
+MAX_EPISODES = 1_000_000  # a run's plan is held in memory; far above any real use
+
+
 def _order(tasks: dict[TaskId, Task], config: RunConfig) -> list[Key]:
     """The (task, trial) pairs, trial by trial; each trial's tasks shuffled when asked."""
     rng = random.Random(config.seed)
@@ -212,6 +215,11 @@ def prepare_run(config: RunConfig) -> RunPlan:
     domains = {name: _for_run(load_domain(name, config.data_dir), config) for name in config.envs}
     domain = domains[config.envs[0]]
     tasks, refs, source, end = _select_tasks(config, domains)
+    if len(tasks) * config.num_trials > MAX_EPISODES:
+        raise RunConfigError(
+            f"{len(tasks)} tasks x {config.num_trials} trials is more than {MAX_EPISODES:,} "
+            "episodes in one run: split it"
+        )
     order = _order(tasks, config)
     digest = task_data_hash(tasks)
 

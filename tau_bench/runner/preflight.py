@@ -29,7 +29,9 @@ CALL_TIMEOUT = 15.0
 """Seconds one model call of a check may take."""
 
 _NO_MODEL_USERS = frozenset({"scripted", "human"})
-_PING = [{"role": "user", "content": "Reply with the word OK."}]
+PING_TEXT = "Reply with the word OK."
+"""The pre-flight call's only message (test fakes answer it themselves)."""
+_PING = [{"role": "user", "content": PING_TEXT}]
 
 
 class PreflightError(RunConfigError):

@@ -225,6 +225,7 @@ class RunManager:
             run_name=row.run_name,
             quiet=True,
             resume=None,
+            **self.settings.run_backend(),
         )
         log_path = run_dir / f"{row.run_name}.jsonl"
         if log_path.exists() and log_path.stat().st_size == 0:

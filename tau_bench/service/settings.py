@@ -57,10 +57,23 @@ class ServiceSettings:
     # Agents with options, registered by the operator; requests name them (`agent_config`).
     agent_configs: dict[str, dict[str, Any]] = field(default_factory=dict)
     limits: ServiceLimits = field(default_factory=ServiceLimits)
+    # Where the server's runs execute (`tau serve --backend ray`, docs/scale.md): the
+    # operator's choice, never a request's (`guard` refuses these fields).
+    backend: str = "local"
+    ray_address: str | None = None
+    workers: int = 1
 
     def __post_init__(self) -> None:
         if self.max_runs < 1:
             raise ValueError("max_runs must be at least 1")
+        if self.backend not in ("local", "ray"):
+            raise ValueError(f"unknown backend {self.backend!r} (local or ray)")
+        if self.workers < 1:
+            raise ValueError("workers must be at least 1")
+
+    def run_backend(self) -> dict[str, Any]:
+        """The RunConfig fields every run of this server gets (where episodes run)."""
+        return {"backend": self.backend, "ray_address": self.ray_address, "workers": self.workers}
         if self.token is not None and not self.token.strip():
             raise ValueError("the API token is empty")
 

@@ -11,7 +11,6 @@ client gets a 422 at once rather than a failed run later.
 from __future__ import annotations
 
 import json
-import re
 from collections.abc import Mapping
 from typing import Any
 
@@ -30,7 +29,6 @@ from tau_bench.service.settings import SERVER_FIELDS
 MODEL_STRATEGIES = frozenset({"tool-calling", "act", "react", "few-shot"})
 # User simulators that cannot work unattended behind an API.
 INTERACTIVE_USERS = frozenset({"human"})
-_RUN_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,99}$")
 
 
 class SubmissionError(ValueError):
@@ -101,10 +99,6 @@ def config_from_request(data: Mapping[str, Any]) -> RunConfig:
             raise SubmissionError("body", str(exc)) from None
         field, _, rest = where.partition(".")
         raise SubmissionError(field, f"{rest}: {message}" if rest else message) from None
-    if config.run_name is not None and not _RUN_NAME.match(config.run_name):
-        raise SubmissionError(
-            "run_name", "letters, digits, '.', '-' and '_' only (at most 100, no leading dot)"
-        )
     if config.user_strategy in INTERACTIVE_USERS:
         raise SubmissionError("user_strategy", f"{config.user_strategy!r} needs a terminal")
     if config.agent_strategy in MODEL_STRATEGIES and not config.model:

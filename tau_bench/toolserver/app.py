@@ -111,6 +111,8 @@ def create_app(
     @app.post("/sessions", status_code=201)
     async def create_session(request: Request) -> JSONResponse:
         body = await _json_body(request)
+        if isinstance(body, _Invalid):
+            return _error(400, body.reason)
         if body is None:
             body = {}
         if not isinstance(body, dict):
@@ -174,8 +176,21 @@ class _Invalid:
         self.reason = reason
 
 
+MAX_BODY_BYTES = 1 << 20  # a tool call's arguments are small; a client may not send more
+
+
 async def _json_body(request: Request) -> Any:
-    raw = await request.body()
+    declared = request.headers.get("content-length", "")
+    if declared.isdigit() and int(declared) > MAX_BODY_BYTES:
+        return _Invalid(f"body is larger than {MAX_BODY_BYTES} bytes")
+    chunks: list[bytes] = []
+    size = 0
+    async for chunk in request.stream():
+        size += len(chunk)
+        if size > MAX_BODY_BYTES:
+            return _Invalid(f"body is larger than {MAX_BODY_BYTES} bytes")
+        chunks.append(chunk)
+    raw = b"".join(chunks)
     if not raw.strip():
         return None
     try:

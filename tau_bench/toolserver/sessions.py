@@ -79,10 +79,12 @@ class SessionStore:
     def _task(self, domain: Domain, task_id: Any, split: str) -> Any:
         if task_id is None:
             return None
-        try:
-            index = int(task_id)
-        except (TypeError, ValueError):
-            raise SessionError(f"task_id must be an integer, got {task_id!r}") from None
+        # An index: an integer or its digits; 1.5, true or "1e3" are refused, not rounded.
+        if isinstance(task_id, bool) or not (
+            isinstance(task_id, int) or (isinstance(task_id, str) and task_id.isdigit())
+        ):
+            raise SessionError(f"task_id must be an integer, got {task_id!r}")
+        index = int(task_id)
         try:
             tasks = domain.tasks(split)
         except (ValueError, KeyError, OSError) as exc:

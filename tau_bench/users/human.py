@@ -1,8 +1,9 @@
 """The human user: you play the customer in the terminal.
 
 The task instruction is shown first, then the agent's greeting; every agent message is
-printed and your typed line is sent back. `/stop` (or ###STOP###, or end of input with
-Ctrl-D) ends the conversation. Input is read in a worker thread so the event loop keeps
+printed and your typed line is sent back. `/stop` (or ###STOP###) ends the conversation;
+end of input (Ctrl-D, a closed pipe) is not an answer: the episode ends with an error and
+is not scored (`--resume` runs it again). Input is read in a worker thread so the event loop keeps
 serving other work (progress display, timeouts) while you type.
 """
 
@@ -19,6 +20,12 @@ from tau_adapters.protocol import STOP_TOKEN, Usage
 from tau_bench.users.prompts import GREETING
 
 STOP_WORDS = frozenset({"/stop", "/quit", "/exit", STOP_TOKEN.lower()})
+
+
+class InputEnded(Exception):
+    """The person's input ended before they stopped the conversation."""
+
+    retryable = True
 
 
 class HumanUser:
@@ -41,7 +48,7 @@ class HumanUser:
     async def start(self, instruction: str) -> str:
         self.turns = 0
         self.console.print(Panel(Text(instruction), title="Your task as the customer"))
-        self.console.print("[dim]Type /stop (or press Ctrl-D) to end the conversation.[/dim]")
+        self.console.print("[dim]Type /stop to end the conversation.[/dim]")
         return await self.reply(GREETING)
 
     async def reply(self, agent_message: str) -> str:
@@ -49,7 +56,9 @@ class HumanUser:
         try:
             line = await asyncio.to_thread(self._input, "you: ")
         except EOFError:
-            line = STOP_TOKEN
+            raise InputEnded(
+                "the human user's input ended before /stop: the episode is not scored"
+            ) from None
         self.turns += 1
         text = line.strip()
         if text.lower() in STOP_WORDS:

@@ -625,7 +625,13 @@ async def test_a_missing_api_key_is_an_auth_error_without_retries(
 ):
     monkeypatch.delenv("OPENAI_API_KEY")
     outcome = await run_config(
-        make_config(tmp_path, user_strategy="llm", user_model="openai/u", task_ids=[13])
+        make_config(
+            tmp_path,
+            user_strategy="llm",
+            user_model="openai/u",
+            task_ids=[13],
+            skip_preflight=True,  # the episode's own error (pre-flight: test_failfast.py)
+        )
     )
     record = outcome.records[0]
     assert record.error is not None

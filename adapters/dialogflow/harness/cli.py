@@ -149,6 +149,13 @@ def provision(
         help="Create/update this playbook instead of the agent's start playbook.",
         rich_help_panel=_AGENT,
     ),
+    wire: str | None = typer.Option(
+        None,
+        "--wire",
+        help="How sessions reach --playbook-name: 'reference' (default: the start playbook "
+        "hands over to it) or 'start' (it becomes the agent's start playbook).",
+        rich_help_panel=_AGENT,
+    ),
     dry_run: bool = typer.Option(False, "--dry-run", help="Print the requests, change nothing."),
     gcp_sa_file: Path | None = typer.Option(
         None,
@@ -165,10 +172,14 @@ def provision(
     """Create or update one function tool per domain tool and a playbook (idempotent)."""
     from adapters.dialogflow.clients import make_clients
     from adapters.dialogflow.config import load_config
-    from adapters.dialogflow.provision import Provisioner
+    from adapters.dialogflow.provision import DEFAULT_WIRING, WIRINGS, Provisioner
     from tau_adapters.protocol import AdapterError
     from tau_bench.domains import load_domain
 
+    if wire is not None and wire not in WIRINGS:
+        fail(f"--wire must be one of {', '.join(WIRINGS)}, not {wire!r}")
+    if wire is not None and not playbook_name:
+        fail("--wire needs --playbook-name (the start playbook is provisioned in place)")
     domain = load_domain(env, data_dir)
     try:
         config = load_config(
@@ -186,6 +197,7 @@ def provision(
                 domain.tool_schemas,
                 domain.policy,
                 playbook_name=playbook_name,
+                wire=wire or DEFAULT_WIRING,
                 dry_run=dry_run,
             )
         finally:
@@ -198,6 +210,7 @@ def provision(
     if dry_run:
         print(json.dumps(report.to_dict(), indent=2, ensure_ascii=False))
     verb = "would change" if dry_run else "changed"
+    print(f"{config.agent_name}: {report.wiring}", file=sys.stderr)
     print(
         f"{config.agent_name}: {verb} {len(report.steps)}, unchanged {len(report.unchanged)}",
         file=sys.stderr,

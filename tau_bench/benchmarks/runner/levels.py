@@ -9,7 +9,7 @@ import statistics
 import tempfile
 import time
 from collections.abc import Callable
-from typing import Any
+from typing import Any, Literal
 
 from tau_bench.benchmarks.runner.measure import DEFAULT_MODEL, Setup, measure
 from tau_bench.fakes.process import OpenAIServerProcess
@@ -144,8 +144,14 @@ def run_level(
         "agent_turn_p95_s": max(p["agent_turn_p95_s"] for p in parts),
         "errors": sum(p["errors"] for p in parts),
         "error_kinds": [p["error_kinds"] for p in parts],
-        "avg_reward": statistics.fmean(p["avg_reward"] for p in parts),
+        "avg_reward": mean_or_none([p["avg_reward"] for p in parts]),
     }
+
+
+def mean_or_none(values: list[float | None]) -> float | None:
+    """The mean of the figures present (a level whose episodes all failed has none)."""
+    present = [v for v in values if v is not None]
+    return statistics.fmean(present) if present else None
 
 
 def run_runner_benchmark(
@@ -211,10 +217,14 @@ def run_runner_benchmark(
     return rows
 
 
-def runs(stack: str, backends: tuple[str, ...], workers: tuple[int, ...]) -> list[tuple[str, int]]:
+def runs(
+    stack: str, backends: tuple[str, ...], workers: tuple[int, ...]
+) -> list[tuple[Literal["local", "ray"], int]]:
     """(backend, workers) pairs a stack is measured on (raw: local only, its clients
     are injected objects that cannot travel to Ray workers)."""
-    out = [("local", 1)] if "local" in backends else []
+    out: list[tuple[Literal["local", "ray"], int]] = []
+    if "local" in backends:
+        out.append(("local", 1))
     if "ray" in backends and stack != "raw":
         out += [("ray", n) for n in workers]
     return out

@@ -109,6 +109,8 @@ def measure(setup: Setup, stack: str, concurrency: int, episodes: int) -> dict[s
         workers=setup.workers,
         backend=setup.backend,
         llm_path="direct" if stack == "direct" else "litellm",
+        # No pre-flight model call: the table counts the episodes' calls only.
+        **no_preflight(),
         data_dir=setup.data_dir,
         log_dir=setup.workdir,
         run_name=f"bench_{stack}_c{concurrency}_n{episodes}_{os.getpid()}_{time.monotonic_ns()}",
@@ -154,3 +156,10 @@ def measure(setup: Setup, stack: str, concurrency: int, episodes: int) -> dict[s
         "error_kinds": summary["error_kinds"],
         "avg_reward": summary["avg_reward"],
     }
+
+
+def no_preflight() -> dict[str, Any]:
+    """RunConfig settings that skip the runner's pre-flight call, where it has one."""
+    from tau_bench.config import RunConfig
+
+    return {"skip_preflight": True} if "skip_preflight" in RunConfig.model_fields else {}

@@ -68,8 +68,10 @@ def start_ray(address: str | None, workers: int) -> bool:
 class RayBackend:
     """One run's workers and limiter on Ray; see the module docstring."""
 
-    def __init__(self, config: RunConfig, workers: int | None = None) -> None:
+    def __init__(self, config: RunConfig, runner_cls: type, workers: int | None = None) -> None:
+        """`runner_cls` builds each worker's runner (the driver's `Runner` class)."""
         self.config = config
+        self.runner_cls = runner_cls
         self.workers = max(1, workers or config.workers)
         self.errors: list[str] = []
         self.worker_stats: list[dict[str, Any]] = []  # from each worker at a graceful stop
@@ -103,7 +105,9 @@ class RayBackend:
             max_restarts=MAX_RESTARTS,
             max_task_retries=MAX_RESTARTS,
         )
-        self.actors = [actor.remote(data, self.limiter) for _ in range(self.workers)]
+        self.actors = [
+            actor.remote(data, self.limiter, self.runner_cls) for _ in range(self.workers)
+        ]
 
     async def run(self, keys: list[Key], store: Callable[[dict[str, Any]], None]) -> None:
         """Run `keys` on the workers, calling `store(record data)` as each finishes."""

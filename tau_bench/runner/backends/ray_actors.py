@@ -66,9 +66,12 @@ def remote_slots(limiter: Any) -> Callable[[str], AbstractAsyncContextManager[No
 class EpisodeWorker:
     """Runs episodes of one run in a Ray worker process (an async Ray actor)."""
 
-    def __init__(self, config_data: dict[str, Any], limiter: Any = None) -> None:
+    def __init__(self, config_data: dict[str, Any], limiter: Any, runner_cls: type) -> None:
+        """`runner_cls` is the driver's `Runner` class (Ray sends it by reference: this
+        module does not import the runner, which imports the backends)."""
         self._config_data = config_data
         self._limiter = limiter
+        self._runner_cls = runner_cls
         self._ready: asyncio.Lock | None = None
         self._runner: Any = None
         self._provider: Any = None
@@ -78,12 +81,15 @@ class EpisodeWorker:
         from tau_bench.config import RunConfig
         from tau_bench.llm import set_llm_path, set_provider_limits
         from tau_bench.llm.limits import set_remote_limiter
-        from tau_bench.runner.core import Runner
         from tau_bench.runner.plan import prepare_run
 
         config = RunConfig.model_validate(self._config_data)
-        runner = Runner(prepare_run(config))
+        runner = self._runner_cls(prepare_run(config))
         runner._preflight_user()
+        if config.model or config.user_strategy not in ("scripted", "human"):
+            from tau_bench.llm.runtime import litellm
+
+            litellm()  # imported now, not in the first episode (its CPU is not an episode's)
         provider = runner._build_provider()
         await runner._start_tool_server(provider)
         set_llm_path(config.llm_path)

@@ -100,12 +100,13 @@ async def test_dry_run_writes_nothing(bare: Emulator, clients: Clients) -> None:
     report = await _provisioner(clients, bare).run(
         "retail", domain.tool_schemas, domain.policy, playbook_name="tau retail", dry_run=True
     )
-    assert report.dry_run and len(report.steps) == len(domain.tool_schemas) + 1
+    # tools, the named playbook, then the start playbook's reference to it
+    assert report.dry_run and len(report.steps) == len(domain.tool_schemas) + 2
     create = report.steps[0].request
     assert (
         create["parent"] == AGENT and create["tool"]["function_spec"]["output_schema"]["properties"]
     )
-    playbook = report.steps[-1]
+    playbook = report.steps[-2]
     assert playbook.action == "create_playbook" and playbook.target == "tau retail"
     assert playbook.request["playbook"]["referenced_tools"][0].startswith("<new tool ")
     assert bare.calls["CreateTool"] == bare.calls["CreatePlaybook"] == 0
@@ -116,7 +117,7 @@ async def test_named_playbook_is_created_then_left_alone(bare: Emulator, clients
     domain = load_domain("retail", DATA_DIR)
     run = _provisioner(clients, bare).run
     first = await run("retail", domain.tool_schemas, domain.policy, playbook_name="tau retail")
-    assert first.steps[-1].action == "create_playbook"
+    assert [s.action for s in first.steps[-2:]] == ["create_playbook", "update_playbook"]
     second = await run("retail", domain.tool_schemas, domain.policy, playbook_name="tau retail")
     assert second.steps == []
     names = [p.display_name for p in bare.store.agents[AGENT].playbooks.values()]

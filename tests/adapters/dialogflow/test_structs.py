@@ -2,13 +2,12 @@
 
 from __future__ import annotations
 
-import math
 from typing import Any
 
 from hypothesis import given
 from hypothesis import strategies as st
 
-from adapters.dialogflow.structs import coerce, python_to_struct, struct_to_python
+from adapters.dialogflow.structs import python_to_struct, struct_to_python
 
 BOOKING_SCHEMA = {
     "type": "object",
@@ -57,24 +56,6 @@ def test_booking_amounts_come_back_as_ints() -> None:
         },
     )
     assert list(back) == ["user_id", "payment_methods", "total_baggages"]  # schema order
-
-
-def test_rules() -> None:
-    assert same(coerce(2.5, {"type": "number"}), 2.5)
-    assert same(coerce(3.0, {"type": "integer"}), 3)
-    assert same(coerce(3.0, {"type": "number"}), 3)
-    assert same(coerce(3.0, None), 3)  # no schema: int
-    assert same(coerce(3.0, {"description": "untyped"}), 3)
-    assert same(coerce(3.0, {"type": "string"}), 3.0)  # declared non-numeric: untouched
-    assert same(coerce(3.0, {"type": ["integer", "null"]}), 3)
-    assert same(coerce(3.0, {"anyOf": [{"type": "string"}, {"type": "integer"}]}), 3)
-    assert same(coerce(3.0, {"anyOf": [{"type": "string"}, {"type": "boolean"}]}), 3.0)
-    assert same(coerce(None, {"type": "integer"}), None)
-    assert same(coerce(True, {"type": "integer"}), True)
-    assert math.isinf(coerce(math.inf, {"type": "integer"}))
-    assert same(coerce({"a": {"b": [1.0, None, "x"]}}, None), {"a": {"b": [1, None, "x"]}})
-    extra = {"type": "object", "additionalProperties": {"type": "string"}}
-    assert same(coerce({"k": 1.0}, extra), {"k": 1.0})
 
 
 def test_nested_nulls_bools_and_strings_survive_the_wire() -> None:

@@ -7,9 +7,7 @@ import os
 import subprocess
 import sys
 from pathlib import Path
-from typing import Any
 
-import httpx
 import pytest
 from typer.testing import CliRunner
 
@@ -17,7 +15,6 @@ from adapters.http.config import load_config
 from adapters.http.harness import cli
 from tau_bench.cli import tools_cmd as tools_cli
 from tau_bench.cli.errors import UserError
-from tau_bench.toolserver import BackgroundServer
 
 runner = CliRunner()
 
@@ -82,28 +79,3 @@ def test_tools_openapi_command(tmp_path: Path) -> None:
     doc = json.loads(out.read_text())
     assert doc["servers"] == [{"url": "https://t.example"}]
     assert "/sessions/{session_id}/tools/book_reservation" in doc["paths"]
-
-
-def test_tools_serve_wires_the_app(monkeypatch: pytest.MonkeyPatch) -> None:
-    captured: dict[str, Any] = {}
-
-    def fake_run(app: Any, **kwargs: Any) -> None:
-        captured["app"], captured["kwargs"] = app, kwargs
-
-    import uvicorn
-
-    monkeypatch.setattr(uvicorn, "run", fake_run)
-    result = runner.invoke(
-        tools_cli.app, ["serve", "--env", "retail", "--port", "9999", "--token", "serve-tok"]
-    )
-    assert result.exit_code == 0, result.output
-    assert captured["kwargs"]["port"] == 9999 and captured["kwargs"]["host"] == "127.0.0.1"
-    with BackgroundServer(captured["app"]) as server:
-        assert httpx.post(f"{server.url}/sessions").status_code == 401
-        made = httpx.post(
-            f"{server.url}/sessions",
-            json={"task_id": 3},
-            headers={"Authorization": "Bearer serve-tok"},
-        )
-        assert made.status_code == 201 and made.json()["domain"] == "retail"
-        assert made.json()["task_id"] == 3

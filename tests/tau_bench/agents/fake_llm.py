@@ -21,6 +21,7 @@ import respx
 
 from tau_bench.fakes.openai_server import ChatReply, ChatRequest, completion_body, error_body
 from tau_bench.fakes.openai_server import tokens as _tokens
+from tau_bench.runner.preflight import PING_TEXT
 
 OPENAI_URL = re.compile(r"^https://api\.openai\.com/v1/chat/completions$")
 LOCAL_OPENAI_URL = re.compile(r"^http://127\.0\.0\.1:\d+/v1/chat/completions$")
@@ -228,6 +229,9 @@ class FakeLLM:
         self, provider: str, model: str, parsed: tuple[Any, Any, Any], http: httpx.Request
     ) -> tuple[Reply, Request]:
         system, messages, tools = parsed
+        if [_text_of(m.get("content")) for m in messages] == [PING_TEXT]:
+            ping = Request(provider, model, system, messages, tools, {}, str(http.url), {})
+            return Reply(text="OK"), ping  # the pre-flight call, not the test's
         request = Request(
             provider=provider,
             model=model,

@@ -133,3 +133,20 @@ def test_export_mt_bench(runs: Runs, tmp_path: Path) -> None:
     assert "sloppy_model-v1_scores.jsonl" in names
     assert "sloppy_model-v1_task0_trajectory.jsonl" in names
     assert "sloppy_model-v1_task0_trial1_trajectory.jsonl" in names
+
+
+def test_compare_and_report_take_a_task_filter(runs: Runs, tmp_path: Path) -> None:
+    from tests.tau_bench.analysis.conftest import TASKS
+
+    wanted = f"{TASKS[0]}-{TASKS[0]} {TASKS[2]}"
+    result = invoke("compare", runs.oracle, runs.sloppy, "--tasks", wanted)
+    assert result.exit_code == 0, result.output
+    assert "Runs compared on 2 tasks" in result.output
+    page = tmp_path / "r.html"
+    result = invoke("report", runs.oracle, runs.sloppy, "--tasks", wanted, "-o", page)
+    assert result.exit_code == 0, result.output
+    assert page.exists()
+    result = invoke("compare", runs.oracle, runs.sloppy, "--tasks", "9999")
+    assert result.exit_code == 2 and "selects no episode" in result.output
+    result = invoke("compare", runs.oracle, "--tasks", "4-1")
+    assert result.exit_code == 2 and "ends before it starts" in result.output

@@ -40,7 +40,7 @@ USAGE_ERRORS = [
     (["run", "--env"], "--env"),
     (["run", "--max-concurrency", "abc"], "--max-concurrency"),
     (["export", str(ROOT), "--format"], "--format"),
-    (["tasks", "show", "--env", "retail", "abc"], "task_id"),
+    (["tasks", "show", "--env", "retail", "abc"], "task id"),
     (["serve", "--port", "99999"], "--port"),
     (["compare", "--bootstrap"], "--bootstrap"),
 ]

@@ -32,6 +32,15 @@ __all__ = ["fake_llm", "llm_env"]
 HELLO = [{"role": "system", "content": "Be brief."}, {"role": "user", "content": "hello there"}]
 
 
+@pytest.fixture(autouse=True)
+def litellm_path() -> Any:
+    """This module tests the litellm path (auto would send OpenAI calls direct);
+    test_direct.py holds the direct path to the same behaviour."""
+    llm.set_llm_path("litellm")
+    yield
+    llm.set_llm_path("auto")
+
+
 def _echo(request: Request) -> Reply:
     return Reply(text=request.last_text.upper())
 

@@ -56,7 +56,9 @@ async def test_submit_poll_and_fetch_everything(client: httpx.AsyncClient, tmp_p
     assert [s["task-id"] for s in lines] == [
         "task-0", "task-0", "task-1", "task-1", "task-13", "task-13"
     ]  # fmt: skip
-    assert all(list(s) == ["task-id", "prompt", "result", "truth", "score", "duration"] for s in lines)
+    assert all(
+        list(s) == ["task-id", "prompt", "result", "truth", "score", "duration"] for s in lines
+    )
     assert all(s["score"] == 1.0 for s in lines)
     task13 = next(s for s in lines if s["task-id"] == "task-13")
     assert task13["result"] == task13["truth"]
@@ -131,7 +133,7 @@ async def test_health_is_open_and_everything_else_needs_the_token(
         ({"agent_strategy": "tool-calling"}, "model", "required by agent strategy"),
         ({"run_name": "../escape"}, "run_name", "letters, digits"),
         ({"provider_limits": {"openai": 0}}, "provider_limits", "at least 1"),
-        ({"agent_options": 3}, "agent_options", "mapping"),
+        ({"agent_options": 3}, "agent_options", "set by the server's operator"),
     ],
 )
 async def test_bad_settings_are_422_naming_the_field(
@@ -197,20 +199,25 @@ async def test_unknown_run_is_404(client: httpx.AsyncClient) -> None:
         assert response.json()["detail"] == "no run 'nope'"
 
 
-async def test_secrets_never_come_back(client: httpx.AsyncClient, failing: None) -> None:
+async def test_secrets_never_come_back(tmp_path: Path, failing: None) -> None:
     key, bearer = "sk-live-0123456789abcdef", "zz-header-secret-987654"
+    registered = {  # options only the operator may give (tau_bench.service.guard)
+        "agent_strategy": "failing",
+        "agent_options": {
+            "api_key": key,
+            "headers": {"Authorization": f"Bearer {bearer}"},
+            "timeout": 5,
+        },
+    }
+    settings = make_settings(tmp_path / "state", agent_configs={"failing": registered})
+    async with running_app(settings) as client:
+        await _secrets_never_come_back(client, key, bearer)
+
+
+async def _secrets_never_come_back(client: httpx.AsyncClient, key: str, bearer: str) -> None:
     response = await client.post(
         "/runs",
-        json={
-            **ORACLE,
-            "agent_strategy": "failing",
-            "task_ids": [13],
-            "agent_options": {
-                "api_key": key,
-                "headers": {"Authorization": f"Bearer {bearer}"},
-                "timeout": 5,
-            },
-        },
+        json={**ORACLE, "agent_strategy": "failing", "agent_config": "failing", "task_ids": [13]},
     )
     assert response.status_code == 202
     view = await finished(client, response.json()["run_id"])
@@ -234,7 +241,9 @@ async def test_cancel_a_running_run_then_resume_it(client: httpx.AsyncClient, ga
     view = response.json()
     assert view["status"] == "cancelled"
     assert view["progress"]["done"] == 1 and view["summary"]["interrupted"] is True
-    assert [s["task-id"] for s in jsonl((await client.get(f"/runs/{run_id}/scores")).text)] == [13]
+    assert [s["task-id"] for s in jsonl((await client.get(f"/runs/{run_id}/scores")).text)] == [
+        "task-13"
+    ]
     again = await client.delete(f"/runs/{run_id}")
     assert again.status_code == 409 and "already cancelled" in again.json()["detail"]
 
@@ -280,6 +289,6 @@ async def test_a_running_run_shows_live_progress(client: httpx.AsyncClient, gate
     assert view["progress"] == {"total": 2, "done": 1, "scored": 1, "errors": 0, "passed": 1}
     assert view["summary"]["pass_hat_k"] == {"1": 1.0}
     partial = jsonl((await client.get(f"/runs/{run_id}/scores")).text)
-    assert [s["task-id"] for s in partial] == [13]
+    assert [s["task-id"] for s in partial] == ["task-13"]
     gate.release.set()
     assert (await finished(client, run_id))["progress"]["done"] == 2

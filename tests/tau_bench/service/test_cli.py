@@ -253,7 +253,7 @@ async def test_over_real_http(tmp_path: Path, gate: Gate) -> None:
             view = (await client.get(f"/runs/{run_id}", params={"wait": WAIT})).json()
             assert view["status"] == "completed" and view["progress"]["passed"] == 2
             scores = (await client.get(f"/runs/{run_id}/scores")).text.splitlines()
-            assert [json.loads(s)["task-id"] for s in scores] == [2, 13]
+            assert [json.loads(s)["task-id"] for s in scores] == ["task-2", "task-13"]
 
             blocked = await client.post(
                 "/runs", json={**ORACLE, "agent_strategy": "gated", "task_ids": [0]}

@@ -46,7 +46,7 @@ async def test_a_run_stopped_mid_way_resumes_on_the_next_server(tmp_path: Path, 
         listed = [r["run_id"] for r in (await client.get("/runs")).json()["runs"]]
         assert listed == [run_id, done_before]
         scores = (await client.get(f"/runs/{run_id}/scores")).text.splitlines()
-        assert sorted(json.loads(s)["task-id"] for s in scores) == [0, 1, 13]
+        assert sorted(json.loads(s)["task-id"] for s in scores) == ["task-0", "task-1", "task-13"]
 
     # Task 13 ran once; task 0 started twice (cut by the stop, then resumed); the same
     # log was continued, not replaced.

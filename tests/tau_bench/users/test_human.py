@@ -12,7 +12,7 @@ from tau_adapters.protocol import STOP_TOKEN
 from tau_bench.agents.oracle import OracleAgent
 from tau_bench.episode import run_task
 from tau_bench.users import build_user
-from tau_bench.users.human import HumanUser
+from tau_bench.users.human import HumanUser, InputEnded
 from tau_bench.users.prompts import GREETING
 
 TASK_ID = 13
@@ -59,9 +59,33 @@ async def test_stop_words_and_end_of_input(monkeypatch: pytest.MonkeyPatch) -> N
     assert await user.start("Be a customer.") == "hello"
     assert await user.reply("How can I help?") == STOP_TOKEN
     assert await user.reply("Still there?") == STOP_TOKEN
-    assert await user.reply("Hello?") == STOP_TOKEN  # no more input: EOF
+    with pytest.raises(InputEnded):  # no more input: not an answer, not a score of 0
+        await user.reply("Hello?")
     screen = user.console.file.getvalue()  # type: ignore[attr-defined]
     assert "agent: Still there?" in screen
+
+
+async def test_end_of_input_is_an_error_of_the_episode_not_a_zero(
+    monkeypatch: pytest.MonkeyPatch, airline
+) -> None:
+    from tau_adapters.protocol import AgentTurn
+
+    class AsksBack:
+        async def start(self, session: object) -> None:
+            return None
+
+        async def send(self, turn: object) -> AgentTurn:
+            return AgentTurn(messages=["Could you tell me more?"])
+
+        async def close(self) -> None:
+            return None
+
+    _typing(monkeypatch, ["I want to change my reservation"])  # then the input ends
+    user = HumanUser(console=Console(file=io.StringIO()))
+    task = airline.tasks()[TASK_ID]
+    episode = await run_task(airline, task, TASK_ID, AsksBack(), user)
+    assert episode.result.error is not None and episode.result.error.source == "user"
+    assert episode.reward is None
 
 
 async def test_input_fn_option() -> None:

@@ -2,7 +2,7 @@
 
 Serves Sessions (DetectIntent, ServerStreamingDetectIntent, StreamingDetectIntent),
 Tools (List/Get/Create/Update/Delete), Playbooks (List/Get/Create/Update/Delete) and
-Agents.GetAgent over plain-text gRPC. The package ships no servicer stubs, so methods
+Agents (Get/Update: the start playbook) over plain-text gRPC. The package ships no servicer stubs, so methods
 are registered with `grpc.method_handlers_generic_handler` using the proto-plus types'
 serialize/deserialize. Sessions are keyed by their full path and expire when idle
 (30 minutes, or the request's `session_ttl`).
@@ -245,7 +245,7 @@ class Emulator:
             result.match = cx.Match(match_type=cx.Match.MatchType.PLAYBOOK)
             trace.extend(_trace_of(turn))
             result.generative_info = cx.GenerativeInfo(
-                current_playbooks=[session.agent.start_playbook],
+                current_playbooks=session.agent.active_playbooks(),
                 action_tracing_info=cx.Example(actions=trace),
             )
             if turn is not None and (turn.end_conversation or turn.handoff):
@@ -395,6 +395,12 @@ class Emulator:
                 "GetAgent",
                 lambda r: self.store.agent(r.name).message(),
                 cx.GetAgentRequest,
+                cx.Agent,
+            ),
+            "UpdateAgent": unary(
+                "UpdateAgent",
+                lambda r: self.store.update_agent(r.agent, list(r.update_mask.paths)),
+                cx.UpdateAgentRequest,
                 cx.Agent,
             ),
         }

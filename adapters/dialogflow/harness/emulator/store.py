@@ -4,6 +4,13 @@ Agents spring into existence on first use (any `projects/P/locations/L/agents/A`
 a start playbook, as a newly created console agent has. With `preload` tool schemas,
 a new agent also gets one function tool per domain tool, so a rehearsal needs no
 provisioning step; without it, tools come from CreateTool (e.g. `tau dialogflow provision`).
+
+Playbook wiring is modelled as the service documents it: UpdateAgent may point
+`start_playbook` at another playbook of the agent (the live service currently accepts only
+the default one; the emulator is permissive so both wirings can be rehearsed), and a
+playbook's output-only `referenced_playbooks` is computed from `${PLAYBOOK: display name}`
+in its instruction steps. `AgentRecord.active_playbooks` is what a session runs: the start
+playbook, then the first playbook it references (the emulator's brain stands for it).
 """
 
 from __future__ import annotations
@@ -18,6 +25,8 @@ from adapters.dialogflow.toolspec import tool_message
 
 START_PLAYBOOK_ID = "00000000-0000-0000-0000-000000000000"
 AGENT_RE = re.compile(r"^(projects/[^/]+/locations/[^/]+/agents/[^/]+)")
+PLAYBOOK_REF_RE = re.compile(r"\$\{PLAYBOOK:\s*([^}]*?)\s*\}")
+AGENT_FIELDS = ("display_name", "description", "start_playbook")
 
 
 class StoreError(Exception):
@@ -40,15 +49,48 @@ def copy_message(message: Any) -> Any:
     return cls.deserialize(cls.serialize(message))
 
 
+def _step_texts(steps: Iterable[Any]) -> Iterable[str]:
+    for step in steps:
+        yield step.text
+        yield from _step_texts(step.steps)
+
+
 @dataclass
 class AgentRecord:
     name: str
     tools: dict[str, Any] = field(default_factory=dict)
     playbooks: dict[str, Any] = field(default_factory=dict)
+    start: str = ""
+    display_name: str = "tau-bench emulated agent"
+    description: str = ""
+
+    @property
+    def default_playbook(self) -> str:
+        """The playbook a new agent starts with; it can only go with the agent."""
+        return f"{self.name}/playbooks/{START_PLAYBOOK_ID}"
 
     @property
     def start_playbook(self) -> str:
-        return f"{self.name}/playbooks/{START_PLAYBOOK_ID}"
+        return self.start or self.default_playbook
+
+    def active_playbooks(self) -> list[str]:
+        """The playbooks a session runs: the start one, then the first it references."""
+        start = self.playbooks.get(self.start_playbook)
+        referenced = list(start.referenced_playbooks) if start is not None else []
+        return [self.start_playbook, *referenced[:1]]
+
+    def resolve_references(self) -> None:
+        """Recompute every playbook's output-only `referenced_playbooks` from its steps
+        (display names may have changed, so all of them, not just the one written)."""
+        by_display = {p.display_name: name for name, p in self.playbooks.items()}
+        for name, playbook in self.playbooks.items():
+            refs: list[str] = []
+            for text in _step_texts(playbook.instruction.steps):
+                for display in PLAYBOOK_REF_RE.findall(text):
+                    target = by_display.get(display)
+                    if target and target != name and target not in refs:
+                        refs.append(target)
+            playbook.referenced_playbooks = refs
 
     def tool_for_function(self, function: str) -> str | None:
         for name, tool in self.tools.items():
@@ -61,7 +103,8 @@ class AgentRecord:
 
         return cx.Agent(
             name=self.name,
-            display_name="tau-bench emulated agent",
+            display_name=self.display_name,
+            description=self.description,
             default_language_code="en",
             time_zone="America/New_York",
             start_playbook=self.start_playbook,
@@ -82,7 +125,7 @@ class Store:
         if record is None:
             record = AgentRecord(key)
             start = cx.Playbook(
-                name=record.start_playbook,
+                name=record.default_playbook,
                 display_name="Default Generative Agent",
                 goal="Help the customer.",
                 playbook_type=cx.Playbook.PlaybookType.TASK,
@@ -150,16 +193,20 @@ class Store:
             if kind == "tool":
                 updated.tool_type = current.tool_type
         table[current.name] = updated
-        return copy_message(updated)
+        if kind == "playbook":
+            record.resolve_references()
+        return copy_message(table[current.name])
 
     def delete(self, kind: str, name: str) -> None:
         record = self.agent(name)
         table = record.tools if kind == "tool" else record.playbooks
         if name not in table:
             raise StoreError("NOT_FOUND", f"{kind} {name} not found")
-        if kind == "playbook" and name == record.start_playbook:
+        if kind == "playbook" and name in (record.start_playbook, record.default_playbook):
             raise StoreError("FAILED_PRECONDITION", "the start playbook cannot be deleted")
         del table[name]
+        if kind == "playbook":
+            record.resolve_references()
 
     # Playbooks -------------------------------------------------------------------------
     def create_playbook(self, parent: str, playbook: Any) -> Any:
@@ -173,7 +220,29 @@ class Store:
         stored = copy_message(playbook)
         stored.name = f"{record.name}/playbooks/{uuid.uuid4()}"
         record.playbooks[stored.name] = stored
+        record.resolve_references()
         return copy_message(stored)
+
+    # Agents ----------------------------------------------------------------------------
+    def update_agent(self, agent: Any, paths: list[str]) -> Any:
+        """UpdateAgent for the fields the emulator keeps; the start playbook must exist."""
+        record = self.agent(agent.name)
+        if agent.name != record.name:
+            raise StoreError("INVALID_ARGUMENT", f"not an agent resource name: {agent.name!r}")
+        fields = paths or list(AGENT_FIELDS)
+        unknown = [p for p in fields if p not in AGENT_FIELDS]
+        if unknown:
+            raise StoreError("INVALID_ARGUMENT", f"the emulator cannot update agent {unknown}")
+        if "start_playbook" in fields:
+            wanted = agent.start_playbook or record.default_playbook
+            if wanted not in record.playbooks:
+                raise StoreError("NOT_FOUND", f"playbook {wanted} not found")
+            record.start = wanted
+        if "display_name" in fields:
+            record.display_name = agent.display_name
+        if "description" in fields:
+            record.description = agent.description
+        return record.message()
 
     def page(self, kind: str, parent: str, size: int, token: str) -> tuple[list[Any], str]:
         """One page of tools or playbooks; the token is the offset of the next page."""

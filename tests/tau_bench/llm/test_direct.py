@@ -1,0 +1,239 @@
+"""The direct model-call path: the same body, answer, retries, errors, redaction and
+records as the litellm path, against the real fake server on 127.0.0.1."""
+
+from __future__ import annotations
+
+import asyncio
+import socket
+import time
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+
+from tau_bench.config import RunConfig
+from tau_bench.fakes.openai_server import ChatReply, ChatRequest, OpenAIServer
+from tau_bench.fakes.replay import Replay
+from tau_bench.llm import (
+    LLMAuthError,
+    LLMConfig,
+    LLMContextWindowError,
+    LLMRateLimitError,
+    LLMUnavailableError,
+    aclose_clients,
+    complete,
+    set_llm_path,
+)
+from tau_bench.llm.direct import is_exact, use_direct
+from tau_bench.llm.retry import RetryPolicy
+from tau_bench.runner import Runner, prepare_run
+from tests.conftest import DATA_DIR
+
+PATHS = ("litellm", "direct")
+HISTORICAL = DATA_DIR / "historical_trajectories" / "gpt-4o-airline.json"
+TOOLS = [
+    {
+        "type": "function",
+        "function": {
+            "name": "get_user_details",
+            "description": "Look a user up.",
+            "parameters": {"type": "object", "properties": {"user_id": {"type": "string"}}},
+        },
+    }
+]
+HISTORY: list[dict[str, Any]] = [
+    {"role": "system", "content": "policy"},
+    {"role": "user", "content": "I am mia_li_3668."},
+    {
+        "role": "assistant",
+        "content": None,
+        "tool_calls": [
+            {
+                "id": "call_1",
+                "type": "function",
+                "function": {"name": "get_user_details", "arguments": '{"user_id": "m"}'},
+            }
+        ],
+    },
+    {"role": "tool", "tool_call_id": "call_1", "name": "get_user_details", "content": "{}"},
+]
+
+
+async def _no_sleep(seconds: float) -> None:
+    return None
+
+
+POLICY = RetryPolicy(max_attempts=3, initial_wait=0.0, jitter=0.0, sleep=_no_sleep)
+
+
+@pytest.fixture(autouse=True)
+def auto_path() -> Iterator[None]:
+    yield
+    set_llm_path("auto")
+
+
+async def call_both(respond: Any, **kw: Any) -> tuple[dict[str, Any], list[dict[str, Any]]]:
+    """One `complete` per path, each against a fresh server (so the fake's tool-call ids
+    match): what each returned (or raised), and the bodies the server received."""
+    out: dict[str, Any] = {}
+    bodies: list[dict[str, Any]] = []
+    for path in PATHS:
+        set_llm_path(path)
+        with OpenAIServer(respond, latency=0.0) as server:
+            config = LLMConfig(
+                "openai/gpt-4o-mini", api_base=server.base_url, seed=7, retry=POLICY, **kw
+            )
+            try:
+                out[path] = await complete(config, HISTORY, tools=TOOLS)
+            except Exception as exc:
+                out[path] = exc
+            finally:
+                await aclose_clients()
+            bodies += [r.body for r in server.requests]
+    return out, bodies
+
+
+def test_auto_takes_the_direct_path_only_where_it_is_exact() -> None:
+    base = "http://127.0.0.1:1/v1"
+    assert is_exact(LLMConfig("gpt-4o"), {})
+    assert is_exact(LLMConfig("openai/my-vllm-model", api_base=base), {"max_tokens": 5})
+    assert is_exact(LLMConfig("m", provider="openai", api_base=base), {})
+    assert not is_exact(LLMConfig("o3-mini"), {})  # litellm rewrites its parameters
+    assert not is_exact(LLMConfig("anthropic/claude-3-5-sonnet-20241022"), {})
+    assert not is_exact(LLMConfig("gpt-4o", extra={"mock_response": "hi"}), {})
+    assert not is_exact(LLMConfig("gpt-4o"), {"response_format": object()})
+    set_llm_path("litellm")
+    assert not use_direct(LLMConfig("gpt-4o"), {})
+    set_llm_path("direct")
+    assert use_direct(LLMConfig("anthropic/claude-3-5-sonnet-20241022"), {})
+    with pytest.raises(ValueError, match="unknown llm path"):
+        set_llm_path("fast")
+
+
+async def test_both_paths_send_the_same_body_and_return_the_same_completion() -> None:
+    def respond(request: ChatRequest) -> ChatReply:
+        return ChatReply(text="Found you.", tool_calls=[("get_user_details", {"user_id": "x"})])
+
+    got, bodies = await call_both(respond, top_p=0.5, extra={"max_tokens": 64})
+    assert bodies[0] == bodies[1]
+    assert bodies[0]["model"] == "gpt-4o-mini" and "content" not in bodies[0]["messages"][2]
+    litellm_answer, direct_answer = got["litellm"], got["direct"]
+    assert direct_answer.message == litellm_answer.message
+    assert direct_answer.message["tool_calls"][0]["function"]["name"] == "get_user_details"
+    assert direct_answer.usage == litellm_answer.usage
+    assert direct_answer.usage.cost > 0 and direct_answer.usage.calls == 1
+    assert direct_answer.raw["choices"][0]["message"]["content"] == "Found you."
+
+
+async def test_retries_are_recorded_alike_on_both_paths() -> None:
+    answers: list[ChatReply] = []
+
+    def respond(request: ChatRequest) -> ChatReply:
+        return answers.pop(0)
+
+    with OpenAIServer(respond, latency=0.0) as server:
+        got = {}
+        for path in PATHS:
+            answers[:] = [
+                ChatReply(status=429, error="slow down", headers={"Retry-After": "0"}),
+                ChatReply(status=503, error="overloaded"),
+                ChatReply(text="ok"),
+            ]
+            set_llm_path(path)
+            config = LLMConfig("openai/gpt-4o-mini", api_base=server.base_url, retry=POLICY)
+            got[path] = await complete(config, HISTORY[:2])
+            await aclose_clients()
+    for path in PATHS:
+        assert got[path].content == "ok"
+        assert [(r.attempt, r.kind, r.status, r.wait) for r in got[path].retries] == [
+            (1, "rate_limited", 429, 0.0),
+            (2, "llm_unavailable", 503, 0.0),
+        ]
+
+
+@pytest.mark.parametrize(
+    ("reply", "error", "retryable", "attempts"),
+    [
+        (ChatReply(status=401, error="invalid key"), LLMAuthError, False, 1),
+        (
+            ChatReply(status=400, error="This model's maximum context length is 128000 tokens"),
+            LLMContextWindowError,
+            False,
+            1,
+        ),
+        (
+            ChatReply(status=429, error="quota", headers={"Retry-After": "0"}),
+            LLMRateLimitError,
+            True,
+            3,
+        ),
+        (ChatReply(status=503, error="down"), LLMUnavailableError, True, 3),
+    ],
+)
+async def test_final_errors_have_the_same_class_on_both_paths(
+    reply: ChatReply, error: type[Exception], retryable: bool, attempts: int
+) -> None:
+    got, _ = await call_both(lambda request: reply)
+    for path in PATHS:
+        exc = got[path]
+        assert type(exc) is error, (path, exc)
+        assert exc.retryable is retryable and exc.attempts == attempts
+        assert exc.provider == "openai" and exc.model == "openai/gpt-4o-mini"
+
+
+async def test_error_text_never_carries_the_api_key() -> None:
+    secret = "sk-direct-path-secret-123456"
+    reply = ChatReply(status=400, error=f"key {secret} is not allowed for this model")
+    got, _ = await call_both(lambda request: reply, extra={"api_key": secret})
+    for path in PATHS:
+        assert secret not in str(got[path]), path
+        assert "not allowed" in str(got[path])
+
+
+async def test_an_unreachable_endpoint_is_unavailable_after_the_retries() -> None:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port = sock.getsockname()[1]  # closed when the block ends: nobody listens there
+    set_llm_path("direct")
+    config = LLMConfig("openai/m", api_base=f"http://127.0.0.1:{port}/v1", retry=POLICY)
+    with pytest.raises(LLMUnavailableError) as info:
+        await complete(config, HISTORY[:2])
+    await aclose_clients()
+    assert info.value.retryable and info.value.attempts == 3
+    assert [r.kind for r in info.value.retries] == ["llm_unavailable"] * 2
+
+
+def replay_run(tmp_path: Any, path: str, task_ids: list[int]) -> list[tuple[Any, ...]]:
+    """The historical gpt-4o airline answers replayed through `path` (a fresh server,
+    one episode at a time: the fake's tool-call ids then match between runs)."""
+    replay = Replay.from_file(HISTORICAL)
+    with OpenAIServer(replay, latency=0.0) as server:
+        config = RunConfig(
+            env="airline",
+            agent_strategy="tool-calling",
+            model="gpt-4o",
+            model_provider="openai",
+            api_base=server.base_url,
+            user_strategy="llm",
+            user_model="gpt-4o",
+            user_model_provider="openai",
+            user_api_base=server.base_url,
+            task_ids=task_ids,
+            llm_path=path,
+            data_dir=str(DATA_DIR),
+            log_dir=str(tmp_path),
+            run_name=f"{path}_{time.monotonic_ns()}",
+            quiet=True,
+        )
+        outcome = asyncio.run(Runner(prepare_run(config)).run())
+    assert outcome.summary["errors"] == 0
+    return [(r.task_id, r.reward, r.agent_usage, r.user_usage) for r in outcome.records]
+
+
+def test_the_replayed_gpt4o_airline_run_is_identical_on_both_paths(tmp_path: Any) -> None:
+    ids = list(range(8))
+    litellm_rows = replay_run(tmp_path, "litellm", ids)
+    direct_rows = replay_run(tmp_path, "direct", ids)
+    assert direct_rows == litellm_rows  # rewards, costs and tokens, exactly
+    assert any(reward == 1.0 for _, reward, _, _ in direct_rows)
+    assert all(agent["calls"] > 1 and agent["cost"] > 0 for _, _, agent, _ in direct_rows)
