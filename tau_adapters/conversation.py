@@ -87,11 +87,13 @@ class Conversation:
         Stops early at the step limit (the remaining calls are not run) or after a
         terminate tool; `stop_reason` then says which.
         """
+        # With a user that has tools (dual control), both sides' calls say who made them.
+        requestor = "assistant" if self.user_executor is not None else None
         self.messages.append(
             {
                 "role": "assistant",
                 "content": text or None,
-                "tool_calls": [_tool_call_message(c) for c in calls],
+                "tool_calls": [_tool_call_message(c, requestor) for c in calls],
             }
         )
         if text:
@@ -103,14 +105,15 @@ class Conversation:
             output = self.executor.execute(call.name, call.arguments)
             self.steps += 1
             results.append(ToolResult(call.id, call.name, output.content, output.is_error))
-            self.messages.append(
-                {
-                    "role": "tool",
-                    "tool_call_id": call.id,
-                    "name": call.name,
-                    "content": output.content,
-                }
-            )
+            message = {
+                "role": "tool",
+                "tool_call_id": call.id,
+                "name": call.name,
+                "content": output.content,
+            }
+            if requestor is not None:
+                message["requestor"] = requestor
+            self.messages.append(message)
             if self.executor.is_terminate(call.name):
                 self.end(TERMINATE_TOOL)
                 return results

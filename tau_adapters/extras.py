@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import importlib
 
-__all__ = ["EXTRA_MODULES", "MissingExtraError", "require"]
+__all__ = ["EXTRA_MODULES", "MissingExtraError", "extra_for", "require"]
 
 #: The importable modules each extra of pyproject.toml provides (checked by
 #: tests/packaging against pyproject.toml, so the two cannot drift apart).
@@ -41,6 +41,17 @@ class MissingExtraError(ImportError):
             f"this needs the optional dependencies '{extra}': pip install 'tau-adapters[{extra}]'",
             name=module,
         )
+
+
+def extra_for(module: str | None) -> str | None:
+    """The extra that provides `module` (or a package above it), if any."""
+    if not module:
+        return None
+    for extra, names in EXTRA_MODULES.items():
+        for name in names:
+            if module == name or module.startswith(name + ".") or name.startswith(module + "."):
+                return extra
+    return None
 
 
 def require(extra: str, *modules: str) -> None:

@@ -6,6 +6,10 @@ until the user says ###STOP###, the agent ends or hands off, a terminate tool ru
 `max_steps` agent actions have happened. Steps are counted as the original counted
 them: every tool call and every message to the user is one step.
 
+A user with tools of its own (`user_executor`; τ³ telecom) may answer with tool calls
+(`UserReply`): they run on the user's side, their observations go back to the user only,
+and the loop asks it again until it says something; the agent sees only those words.
+
 Adapter and user-simulator exceptions end the episode with a typed `EpisodeError`
 in the result; they never propagate (cancellation does, after `close`).
 """
@@ -19,8 +23,15 @@ from collections.abc import Awaitable
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
-from tau_adapters.conversation import DEFAULT_MAX_STEPS, ERROR, MAX_USER_TURNS, Conversation
+from tau_adapters.conversation import (
+    DEFAULT_MAX_STEPS,
+    ERROR,
+    MAX_STEPS,
+    MAX_USER_TURNS,
+    Conversation,
+)
 from tau_adapters.protocol import (
+    AdapterConfigError,
     AdapterError,
     AgentAdapter,
     AgentTurn,
@@ -28,6 +39,8 @@ from tau_adapters.protocol import (
     ToolExecutor,
     ToolResults,
     Usage,
+    UserOutput,
+    UserReply,
     UserSimulator,
     UserTurn,
 )
@@ -137,17 +150,23 @@ async def run_episode(
     max_steps: int = DEFAULT_MAX_STEPS,
     max_tool_calls_per_turn: int | None = None,
     max_user_turns: int | None = None,
+    user_executor: ToolExecutor | None = None,
 ) -> EpisodeResult:
-    """Run one conversation to its end and return its trajectory."""
+    """Run one conversation to its end and return its trajectory.
+
+    `user_executor` runs the tool calls of a user that has tools (its side of the
+    environment); without one, a user's tool call ends the episode with a user error."""
     result = EpisodeResult()
-    conv = Conversation(executor, max_steps=max_steps, messages=result.messages)
+    conv = Conversation(
+        executor, max_steps=max_steps, user_executor=user_executor, messages=result.messages
+    )
     conv.stop_tokens = tuple(getattr(user, "stop_tokens", conv.stop_tokens))
     started = time.perf_counter()
     conv.system(session.policy)
     started_adapter = False
     try:
-        user_text = await _timed_user_turn(result, user.start(instruction))
-        stopped = conv.user_said(user_text)
+        user_text = await _user_words(result, conv, user, user.start(instruction))
+        stopped = conv.done or conv.user_said(user_text)
         await _guarded("agent", adapter.start(session))
         started_adapter = True
         if stopped:
@@ -173,8 +192,8 @@ async def run_episode(
             if max_user_turns is not None and conv.user_turns >= max_user_turns:
                 conv.end(MAX_USER_TURNS)
                 return result
-            user_text = await _timed_user_turn(result, user.reply(turn.text))
-            if conv.user_said(user_text):
+            user_text = await _user_words(result, conv, user, user.reply(turn.text))
+            if conv.done or conv.user_said(user_text):
                 return result
             pending = UserTurn(user_text)
     except _EpisodeFailed as failed:
@@ -197,11 +216,40 @@ async def run_episode(
                 result.warnings.append(f"adapter close failed: {type(exc).__name__}: {exc}")
 
 
-async def _timed_user_turn(result: EpisodeResult, call: Awaitable[str]) -> str:
+async def _timed_user_turn(result: EpisodeResult, call: Awaitable[UserOutput]) -> UserReply:
     t0 = time.perf_counter()
-    text = await _guarded("user", call)
+    out = await _guarded("user", call)
     result.turns.append(TurnRecord("user", time.perf_counter() - t0))
-    return text
+    return out if isinstance(out, UserReply) else UserReply(text=str(out))
+
+
+async def _user_words(
+    result: EpisodeResult, conv: Conversation, user: UserSimulator, call: Awaitable[UserOutput]
+) -> str:
+    """The user's next words for the agent, after running any tool calls of its own.
+
+    Each round of calls runs on the user's executor and its observations go back to the
+    user alone. A user that keeps calling tools past the step limit is cut off
+    (`max_steps`: the original counted the user's tool calls as steps too)."""
+    reply = await _timed_user_turn(result, call)
+    calls_made = 0
+    while reply.tool_calls:
+        if conv.user_executor is None:
+            raise _EpisodeFailed(
+                _error_from(AdapterConfigError("the user called tools but has none here"), "user")
+            )
+        results = conv.user_tool_calls(list(reply.tool_calls), reply.text)
+        calls_made += len(results)
+        if calls_made >= conv.max_steps:
+            conv.end(MAX_STEPS)
+            return ""
+        respond = getattr(user, "tool_results", None)
+        if respond is None:
+            raise _EpisodeFailed(
+                _error_from(AdapterConfigError("the user cannot take tool results"), "user")
+            )
+        reply = await _timed_user_turn(result, respond(results))
+    return reply.text
 
 
 def _record_agent_turn(

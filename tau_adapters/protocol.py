@@ -80,6 +80,23 @@ class UserTurn:
 
 
 @dataclass
+class UserReply:
+    """One turn of a user with tools of its own (τ³ telecom: the customer's phone).
+
+    `tool_calls` run on the user's side of the environment first; their observations go
+    back to this user only (`ToolUsingUser.tool_results`), never to the agent, and the
+    user answers again. Only a reply without tool calls reaches the agent, as its `text`.
+    A plain `str` from `start`/`reply` is the same as `UserReply(text)`.
+    """
+
+    text: str = ""
+    tool_calls: list[ToolCall] = field(default_factory=list)
+
+
+UserOutput = str | UserReply
+
+
+@dataclass
 class ToolResults:
     """Observations for tool calls of the agent's last turn, in call order.
 
@@ -182,14 +199,25 @@ class AgentAdapter(Protocol):
 
 @runtime_checkable
 class UserSimulator(Protocol):
-    """The customer side of the conversation. `###STOP###` in a reply ends it."""
+    """The customer side of the conversation. `###STOP###` in a reply ends it.
 
-    async def start(self, instruction: str) -> str: ...
+    Replies are text; a user with tools may also answer with a `UserReply` carrying tool
+    calls (then it must implement `ToolUsingUser.tool_results`)."""
 
-    async def reply(self, agent_message: str) -> str: ...
+    async def start(self, instruction: str) -> UserOutput: ...
+
+    async def reply(self, agent_message: str) -> UserOutput: ...
 
     @property
     def usage(self) -> Usage: ...
+
+
+@runtime_checkable
+class ToolUsingUser(UserSimulator, Protocol):
+    """A user that calls tools of its own: it is handed back their observations, in call
+    order, and answers with more calls or with words for the agent."""
+
+    async def tool_results(self, results: list[ToolResult]) -> UserOutput: ...
 
 
 @runtime_checkable

@@ -12,6 +12,7 @@ from collections.abc import Callable, Mapping
 from importlib.metadata import EntryPoint, entry_points
 from typing import Any, Protocol, runtime_checkable
 
+from tau_adapters.extras import MissingExtraError, extra_for
 from tau_adapters.protocol import AgentAdapter
 
 GROUP = "tau_adapters"
@@ -81,7 +82,13 @@ def load_builder(name: str) -> Builder:
         raise UnknownAdapterError(
             f"unknown agent strategy {name!r}; available: {', '.join(available()) or 'none'}"
         )
-    builder = eps[name].load()
+    try:
+        builder = eps[name].load()
+    except ModuleNotFoundError as exc:
+        extra = extra_for(exc.name)
+        if extra is None:
+            raise
+        raise MissingExtraError(extra, exc.name or name) from None
     if not callable(builder):
         raise UnknownAdapterError(f"entry point {name!r} does not name a callable")
     return builder  # type: ignore[no-any-return]

@@ -78,6 +78,25 @@ def session_for(
     )
 
 
+def bind_user(user: UserSimulator, domain: Domain, task: Any, env: EpisodeEnv) -> Any:
+    """The user's executor when the domain gives the user tools (τ³ telecom), else None.
+
+    A user simulator with a `bind_episode(task, tools)` hook learns the episode's task and
+    the user's tool schemas (an LLM user offers them to its model, the scripted user plays
+    the task's user-side actions); the agent's session never carries them. A task whose
+    `user_tool_names` is set gets only those tools, as the original's `get_user_tools`."""
+    tools = getattr(domain, "user_tool_schemas", None) or []
+    only = getattr(task, "user_tool_names", None)  # a task may restrict them (τ³ `user_tools`)
+    if only is not None:
+        tools = [t for t in tools if t.get("function", {}).get("name") in set(only)]
+    make = getattr(env, "user_executor", None)
+    executor = make() if tools and make is not None else None
+    bind = getattr(user, "bind_episode", None)
+    if bind is not None:
+        bind(task, list(tools) if executor is not None else [])
+    return executor
+
+
 async def run_task(
     domain: Domain,
     task: Any,
@@ -99,6 +118,7 @@ async def run_task(
     """
     env = env or domain.new_env(task)
     session = session or session_for(domain, task, task_id, trial)
+    user_executor = bind_user(user, domain, task, env)
     endpoint = tool_host.open(env, domain, task_id) if tool_host is not None else None
     session.tool_endpoint = endpoint
     try:
@@ -110,6 +130,7 @@ async def run_task(
             task.instruction,
             max_steps=max_steps,
             max_tool_calls_per_turn=max_tool_calls_per_turn,
+            user_executor=user_executor,
         )
     finally:
         if tool_host is not None and endpoint is not None:

@@ -64,6 +64,8 @@ class EpisodeRecord:
     judge_usage: dict[str, Any] = field(default_factory=dict)
     # agent / user / judge / platform / total USD, None = unknown (tau_bench.cost)
     cost: dict[str, Any] | None = None
+    # the final DB hashes: {"agent": ..., "user": ...} (user: τ³ dual control, else None)
+    hashes: dict[str, Any] = field(default_factory=dict)
 
     @property
     def key(self) -> tuple[int | str, int]:
@@ -148,8 +150,21 @@ def record_from_episode(
         domain=domain,
         seed=seed,
         judge_usage=dict(getattr(scored.reward, "judge_usage", None) or {}),
+        hashes=final_hashes(scored.env),
     )
     return masked(record, secrets)
+
+
+def final_hashes(env: Any) -> dict[str, Any]:
+    """The episode's final agent-side and user-side DB hashes (None where there is none)."""
+    out: dict[str, Any] = {}
+    for key, method in (("agent", "data_hash"), ("user", "user_data_hash")):
+        get = getattr(env, method, None)
+        try:
+            out[key] = get() if get is not None else None
+        except Exception:  # a hash is evidence, never a reason to lose the record
+            out[key] = None
+    return out
 
 
 def record_from_exception(

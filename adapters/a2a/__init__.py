@@ -1,5 +1,1 @@
 """A2A (Agent2Agent protocol) adapter: hosted agents whose tool calls run on the local DB."""
-
-from tau_adapters.extras import require
-
-require("a2a")

@@ -5,6 +5,10 @@ wherever the ground truth does. It issues the ground-truth tool calls one per tu
 order, then answers with the required outputs. A terminate tool in the ground truth is
 issued last, in the same turn as the outputs message. On a τ³ task (it has an
 `oracle_message`) it ends as the original's replay does: that message, then it stops.
+
+Where the ground truth has actions of the user's (τ³ telecom: the customer's phone), it
+asks the user for each run of them in one message naming every tool (`ask_user`); the
+scripted user performs exactly the actions it is asked for.
 """
 
 from __future__ import annotations
@@ -22,6 +26,15 @@ from tau_adapters.protocol import (
 from tau_adapters.registry import AgentProvider, SimpleProvider
 
 RESPOND = "respond"
+
+
+def ask_user(actions: list[Any]) -> str:
+    """The oracle's request for a run of user-side actions: one line per action, each
+    naming its tool, so a scripted user can tell exactly what it is asked to do."""
+    lines = [
+        f"- {a.name}({', '.join(f'{k}={v!r}' for k, v in dict(a.kwargs).items())})" for a in actions
+    ]
+    return "Could you please do the following on your phone, in this order?\n" + "\n".join(lines)
 
 
 def outputs_message(outputs: list[str]) -> str:
@@ -49,7 +62,8 @@ class OracleAgent:
         terminate = {"transfer_to_human_agents"} | set(session.metadata.get("terminate_tools", []))
         if hasattr(task, "oracle_message"):
             terminate = set()  # τ³: no tool ends the conversation; all run in order
-        actions = [a for a in task.actions if a.name != RESPOND]
+        plan = getattr(task, "action_plan", None) or task.actions
+        actions = [a for a in plan if a.name != RESPOND]
         self._actions = [a for a in actions if a.name not in terminate]
         self._terminal = [a for a in actions if a.name in terminate]
         self._outputs = list(getattr(task, "outputs", []) or [])
@@ -60,6 +74,11 @@ class OracleAgent:
 
     async def send(self, turn: AgentInput) -> AgentTurn:
         if self._phase == "tools":
+            if self._actions and getattr(self._actions[0], "requestor", "") == "user":
+                run = []
+                while self._actions and getattr(self._actions[0], "requestor", "") == "user":
+                    run.append(self._actions.pop(0))
+                return AgentTurn(messages=[ask_user(run)])
             if self._actions:
                 action = self._actions.pop(0)
                 self._step += 1

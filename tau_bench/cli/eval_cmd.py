@@ -47,6 +47,19 @@ def eval(
         bool, typer.Option("--resume", help="Continue an interrupted eval of the same name.")
     ] = False,
     quiet: Annotated[bool, typer.Option("--quiet", help="No progress bar.")] = False,
+    backend: Annotated[
+        str | None,
+        typer.Option("--backend", help="Where episodes run: local or ray (docs/scale.md)."),
+    ] = None,
+    ray_address: Annotated[
+        str | None, typer.Option("--ray-address", help="Ray cluster (implies --backend ray).")
+    ] = None,
+    workers: Annotated[
+        int | None, typer.Option("--workers", min=1, help="Ray workers (> 1: a local Ray).")
+    ] = None,
+    llm_path: Annotated[
+        str | None, typer.Option("--llm-path", help="Model calls: auto, litellm or direct.")
+    ] = None,
 ) -> None:
     """Several user models x tasks x k samples: pass@k and pass^k."""
     from tau_bench.config import RunConfigError, eval_config_from_mapping, read_yaml_mapping
@@ -59,6 +72,10 @@ def eval(
         "name": name,
         "log_dir": log_dir,
         "output": output,
+        "backend": backend,
+        "ray_address": ray_address,
+        "workers": workers,
+        "llm_path": llm_path,
     }
     try:
         data = read_yaml_mapping(config)

@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import asyncio
 import copy
+from collections.abc import Awaitable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Any, SupportsFloat
@@ -28,8 +29,8 @@ import gymnasium
 from gymnasium.error import ResetNeeded
 
 from tau_adapters.conversation import DEFAULT_MAX_STEPS, Conversation
-from tau_adapters.protocol import ToolCall, UserSimulator
-from tau_bench.episode import score_episode
+from tau_adapters.protocol import ToolCall, UserOutput, UserReply, UserSimulator
+from tau_bench.episode import bind_user, score_episode
 from tau_bench.gym.actions import parse_action
 from tau_bench.gym.spaces import MAX_TEXT_LENGTH, ConversationText
 from tau_bench.suites import Domain, EpisodeEnv, load_domain
@@ -216,6 +217,7 @@ class TauBenchEnv(gymnasium.Env[str, Any]):
         user = self._build_user(user_model, user_seed)
         task = tasks[task_id]
         env = domain.new_env(task)
+        user_executor = bind_user(user, domain, task, env)  # the user's tools: its side only
         episode = _Episode(
             domain=domain,
             split=split,
@@ -224,11 +226,11 @@ class TauBenchEnv(gymnasium.Env[str, Any]):
             env=env,
             user=user,
             user_model=None if self.user_strategy in NO_MODEL_USERS else user_model,
-            conversation=Conversation(env, max_steps=self.max_turns),
+            conversation=Conversation(env, max_steps=self.max_turns, user_executor=user_executor),
         )
         self._episode = episode
-        first = await user.start(task.instruction)
         episode.conversation.system(domain.policy)
+        first = await _user_words(episode, user.start(task.instruction))
         episode.conversation.user_said(first)
         info = {
             "task_id": task_id,
@@ -270,7 +272,7 @@ class TauBenchEnv(gymnasium.Env[str, Any]):
     ) -> tuple[str, float, bool, bool, dict[str, Any]]:
         if episode.conversation.agent_message(text):
             return self._end(episode, "", self._observation_info("none"))
-        reply = await episode.user.reply(text)
+        reply = await _user_words(episode, episode.user.reply(text))
         stopped = episode.conversation.user_said(reply)
         info = self._observation_info("user")
         if stopped:
@@ -365,3 +367,16 @@ def _close_loop(loop: asyncio.AbstractEventLoop) -> None:
         loop.run_until_complete(asyncio.gather(*pending, return_exceptions=True))
     loop.run_until_complete(loop.shutdown_asyncgens())
     loop.close()
+
+
+async def _user_words(episode: _Episode, call: Awaitable[UserOutput]) -> str:
+    """The user's words for the policy, after any tool calls of its own (τ³ telecom): those
+    run on the user's side and only the user sees their results, never the policy."""
+    out = await call
+    made = 0
+    conversation = episode.conversation
+    while isinstance(out, UserReply) and out.tool_calls and made < conversation.max_steps:
+        results = conversation.user_tool_calls(list(out.tool_calls), out.text)
+        made += len(results)
+        out = await episode.user.tool_results(results)  # type: ignore[attr-defined]
+    return out.text if isinstance(out, UserReply) else str(out)

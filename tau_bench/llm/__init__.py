@@ -12,6 +12,7 @@ One job per module:
     response.py   `Completion`: message, usage, cost
     complete.py   `complete`, the call itself
     direct.py     the direct path: OpenAI-compatible calls on the `openai` client
+    direct_clients.py  its pooled `AsyncOpenAI` clients
 
 Importing this package has no side effects and does not import litellm (it takes
 seconds); call `configure_litellm()` where a run starts.
@@ -26,10 +27,11 @@ from tau_bench.llm.classify import (
     provider_of,
     retry_after,
 )
-from tau_bench.llm.clients import POOLED_PROVIDERS, SHARD_CALLS, aclose_clients, client_counts
+from tau_bench.llm.clients import POOLED_PROVIDERS, SHARD_CALLS, client_counts
 from tau_bench.llm.complete import complete
 from tau_bench.llm.config import DEFAULT_RETRY, LLMConfig
 from tau_bench.llm.direct import LLM_PATHS, llm_path, set_llm_path
+from tau_bench.llm.direct_clients import aclose_clients
 from tau_bench.llm.errors import (
     LLMAuthError,
     LLMBadRequestError,

@@ -103,11 +103,8 @@ def client_counts() -> dict[str, int]:
     return out
 
 
-async def aclose_clients() -> None:
-    """Close the running event loop's pooled clients (direct ones too) (at the end of a run; optional:
+async def aclose_litellm_clients() -> None:
+    """Close the running event loop's pooled litellm clients (at the end of a run; optional:
     they are dropped with their loop anyway)."""
     for pool in _pools.pop(asyncio.get_running_loop(), {}).values():
         await pool.aclose()
-    from tau_bench.llm.direct import aclose_direct_clients
-
-    await aclose_direct_clients()

@@ -15,14 +15,13 @@ records are those of `tau_bench.llm.complete`; only the transport and pricing di
 
 from __future__ import annotations
 
-import asyncio
 import functools
 import os
-import weakref
 from collections.abc import Mapping, Sequence
 from typing import Any
 
 from tau_bench.llm.config import LLMConfig
+from tau_bench.llm.direct_clients import shards_for
 from tau_bench.llm.errors import LLMContextWindowError, LLMError, LLMUnavailableError
 from tau_bench.llm.runtime import litellm
 
@@ -166,40 +165,6 @@ def _without_null_content(message: Mapping[str, Any]) -> Mapping[str, Any]:
     return message
 
 
-_clients: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, dict[tuple[str, str], Any]] = (
-    weakref.WeakKeyDictionary()
-)
-
-
-def client_for(config: LLMConfig) -> Any:
-    """The running loop's pooled `AsyncOpenAI` for the config's endpoint and key."""
-    url, key = base_url(config), api_key(config)
-    per_loop = _clients.setdefault(asyncio.get_running_loop(), {})
-    client = per_loop.get((url, key))
-    if client is None:
-        import httpx
-        import openai
-
-        http = httpx.AsyncClient(
-            timeout=config.timeout if config.timeout is not None else 600.0,
-            limits=httpx.Limits(max_connections=None, max_keepalive_connections=1000),
-        )
-        client = openai.AsyncOpenAI(base_url=url, api_key=key, max_retries=0, http_client=http)
-        per_loop[(url, key)] = client
-    return client
-
-
-def direct_client_count() -> int:
-    """Direct clients open on the running loop (tests, benchmarks)."""
-    return len(_clients.get(asyncio.get_running_loop(), {}))
-
-
-async def aclose_direct_clients() -> None:
-    """Close the running loop's direct clients (end of a run; optional)."""
-    for client in _clients.pop(asyncio.get_running_loop(), {}).values():
-        await client.close()
-
-
 async def send(
     config: LLMConfig,
     messages: Sequence[Mapping[str, Any]],
@@ -214,9 +179,14 @@ async def send(
     options: dict[str, Any] = {"timeout": config.timeout}
     if headers:
         options["headers"] = headers
-    response = await client_for(config).post(
-        "/chat/completions", cast_to=httpx.Response, body=body, options=options
-    )
+    shards = shards_for(base_url(config), api_key(config), config.timeout)
+    slot, client = shards.acquire()
+    try:
+        response = await client.post(
+            "/chat/completions", cast_to=httpx.Response, body=body, options=options
+        )
+    finally:
+        shards.release(slot)
     data = response.json()
     if not isinstance(data, dict) or not data.get("choices"):
         raise LLMUnavailableError(f"{config.model}: answer without choices", retryable=True)

@@ -230,7 +230,12 @@ class Runner:
                 task,
                 ref.index,
                 trial,
-                metadata={"seed": seed, "sample_index": self.plan.sample_index(key)},
+                metadata={
+                    "seed": seed,
+                    "sample_index": self.plan.sample_index(key),
+                    # hosted agents that look the task up (emulators' oracle) need its split
+                    "task_split": cfg.task_split,
+                },
             )
             scored = await episode_deadline(
                 run_task(
@@ -373,7 +378,12 @@ class Runner:
             return
         from tau_bench.runner.preflight import preflight
 
-        await preflight(self.config, provider, secrets=provider_secrets(provider))
+        await preflight(
+            self.config,
+            provider,
+            secrets=provider_secrets(provider),
+            tasks=list(self.plan.tasks.values()),
+        )
 
     async def _start_tool_server(self, provider: AgentProvider) -> None:
         """Serve the episodes' tools when the provider's agent calls them itself."""

@@ -82,13 +82,22 @@ class _UserWithDeadline(_Deadlined):
     def usage(self) -> Any:
         return self._inner.usage
 
-    async def start(self, instruction: str) -> str:
+    async def start(self, instruction: str) -> Any:
         return await self.reply_within(self._inner.start(instruction))
 
-    async def reply(self, agent_message: str) -> str:
+    async def reply(self, agent_message: str) -> Any:
         return await self.reply_within(self._inner.reply(agent_message))
 
-    async def reply_within(self, awaitable: Awaitable[str]) -> str:
+    async def tool_results(self, results: Any) -> Any:
+        """A user with tools (τ³ telecom) answering its own tools' observations."""
+        return await self.reply_within(self._inner.tool_results(results))
+
+    def bind_episode(self, task: Any, tools: list[dict[str, Any]]) -> None:
+        bind = getattr(self._inner, "bind_episode", None)
+        if bind is not None:
+            bind(task, tools)
+
+    async def reply_within(self, awaitable: Awaitable[Any]) -> Any:
         return await _within(
             awaitable,
             self._seconds,

@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Iterable
 from typing import Any
 
 from tau_bench.config import RunConfig, RunConfigError
@@ -97,9 +97,12 @@ def agent_checks(config: RunConfig, provider: Any) -> list[Check]:
     return []
 
 
-def judge_checks(config: RunConfig) -> list[Check]:
-    """The τ³ NL judge's model, when a τ³ domain is run with an LLM judge."""
+def judge_checks(config: RunConfig, tasks: Iterable[Any] | None = None) -> list[Check]:
+    """The τ³ NL judge's model, when a τ³ domain is run with an LLM judge and one of the
+    run's `tasks` (all, when not given) is scored with NL assertions (τ³ telecom: none)."""
     if not any("/" in env for env in config.envs):
+        return []
+    if tasks is not None and not any(getattr(t, "needs_judge", True) for t in tasks):
         return []
     from tau_bench.suites.tau3 import ASSUME_MET, DEFAULT_JUDGE_MODEL
 
@@ -135,13 +138,14 @@ async def preflight(
     *,
     deadline: float = PREFLIGHT_DEADLINE,
     secrets: list[str] | None = None,
+    tasks: Iterable[Any] | None = None,
 ) -> None:
     """Check the agent, users and judge of `config`; raise `PreflightError` on failure.
 
     `secrets` (the provider's declared secret values) are masked in the messages."""
     from tau_adapters.redaction import redact_text
 
-    checks = agent_checks(config, provider) + user_checks(config) + judge_checks(config)
+    checks = agent_checks(config, provider) + user_checks(config) + judge_checks(config, tasks)
     failures = await run_checks(checks, deadline)
     if failures:
         raise PreflightError([redact_text(line, list(secrets or [])) for line in failures])

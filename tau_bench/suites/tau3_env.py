@@ -59,6 +59,7 @@ class _ActionView:
 
     name: str
     kwargs: dict[str, Any]
+    requestor: str = "assistant"
 
 
 @dataclass(frozen=True)
@@ -90,6 +91,31 @@ class Tau3Task:
             _ActionView(a.name, dict(a.arguments))
             for a in self.task.expected_actions
             if a.requestor == "assistant"
+        ]
+
+    @property
+    def needs_judge(self) -> bool:
+        """Whether scoring it asks the NL judge (its reward basis has NL assertions)."""
+        crit = self.task.evaluation_criteria
+        return "NL_ASSERTION" in self.task.reward_basis and bool(crit and crit.nl_assertions)
+
+    @property
+    def user_tool_names(self) -> list[str] | None:
+        """The user tools this task allows (the original's `Task.user_tools`; None: all)."""
+        return self.task.user_tools
+
+    @property
+    def user_actions(self) -> list[_ActionView]:
+        """The user's expected actions (dual control: what the scripted user performs)."""
+        return [a for a in self.action_plan if a.requestor == "user"]
+
+    @property
+    def action_plan(self) -> list[_ActionView]:
+        """Every expected action in order, each with its requestor (the oracle follows it:
+        its own calls it makes, the user's it asks the user for)."""
+        return [
+            _ActionView(a.name, dict(a.arguments), "user" if a.requestor == "user" else "assistant")
+            for a in self.task.expected_actions
         ]
 
     @property

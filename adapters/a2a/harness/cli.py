@@ -63,7 +63,7 @@ def serve_agent(
     if modes[auth] and not secret:
         raise UserError(f"--auth {auth} needs --secret (or TAU_A2A_AGENT_SECRET)")
     if env is not None:
-        from tau_bench.domains import load_domain
+        from tau_bench.suites import load_domain
 
         load_domain(env, data_dir)  # fail now, with one line, on a bad env or data dir
     factory = _brain_factory(brain, model)
@@ -117,7 +117,7 @@ async def _check(
         print(f"tool mode: {mode}")
         if not probe:
             return
-        from tau_bench.domains import load_domain
+        from tau_bench.suites import load_domain
 
         domain = load_domain(env)
         session = SessionContext(

@@ -33,7 +33,7 @@ from tau_adapters.protocol import (
     ToolResults,
     UserTurn,
 )
-from tau_bench.domains import Domain, load_domain
+from tau_bench.suites import Domain, load_domain
 
 BrainFactory = Callable[[], AgentAdapter]
 MAX_CONVERSATIONS = 10_000
@@ -95,7 +95,7 @@ class ReferenceExecutor(AgentExecutor):
             raise Refusal(f"cannot load env {env!r}: {exc}") from None
         task, task_id = None, meta.get("task_id")
         if task_id not in (None, ""):
-            split = str(meta.get("task_split") or "test")
+            split = str(meta.get("task_split") or domain.default_split)
             try:
                 tasks = domain.tasks(split)
                 task = tasks[int(str(task_id))]

@@ -138,7 +138,7 @@ def provision(
     from adapters.ces.clients import make_clients
     from adapters.ces.harness.provision import Provisioner
     from tau_adapters.protocol import AdapterError
-    from tau_bench.domains import load_domain
+    from tau_bench.suites import load_domain
 
     domain = load_domain(env, data_dir)
     options = _options(

@@ -174,7 +174,7 @@ def provision(
     from adapters.dialogflow.config import load_config
     from adapters.dialogflow.provision import DEFAULT_WIRING, WIRINGS, Provisioner
     from tau_adapters.protocol import AdapterError
-    from tau_bench.domains import load_domain
+    from tau_bench.suites import load_domain
 
     if wire is not None and wire not in WIRINGS:
         fail(f"--wire must be one of {', '.join(WIRINGS)}, not {wire!r}")

@@ -1,5 +1,1 @@
 """The HTTP adapter's harness: `tau http` commands and the reference bot (may import tau_bench)."""
-
-from tau_adapters.extras import require
-
-require("http")

@@ -120,6 +120,9 @@ def serve_bot(
     """Run the reference bot (the generic-json preset's API) backed by a local agent."""
     import uvicorn
 
+    from tau_adapters.extras import require
+
+    require("http")
     from adapters.http.harness.reference_bot import create_bot_app
 
     options = {"model": model} if model else {}

@@ -16,7 +16,7 @@ from tau_adapters.protocol import SessionContext, UserTurn
 def _tools(env: str) -> list[dict[str, object]]:
     """The domain's tool schemas (what a run would declare); none if it cannot load."""
     try:
-        from tau_bench.domains import load_domain
+        from tau_bench.suites import load_domain
 
         return list(load_domain(env).tool_schemas)
     except Exception:

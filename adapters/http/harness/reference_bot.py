@@ -3,7 +3,8 @@
 Users rehearse the HTTP adapter end to end without a bot of their own (`tau http
 serve-bot`), and the README's offline demo uses it. Its "brain" is any registered agent
 strategy (oracle by default, which needs the task: the preset's session-start body sends
-`domain` and `task_id`; `task_split` defaults to test).
+`domain` - any `--env` name, τ³ ones included - and `task_id`; `task_split` defaults
+to the domain's: test for v1, base for τ³).
 
     POST   /sessions                     {domain, task_id, ...} -> {"session_id": ...}
     POST   /sessions/{id}/messages       {"text": ...}          -> reply
@@ -23,7 +24,14 @@ from typing import Any
 from fastapi import FastAPI, Request
 from fastapi.responses import JSONResponse
 
-from tau_adapters.protocol import AgentAdapter, AgentTurn, ToolResult, ToolResults, UserTurn
+from tau_adapters.protocol import (
+    AdapterConfigError,
+    AgentAdapter,
+    AgentTurn,
+    ToolResult,
+    ToolResults,
+    UserTurn,
+)
 from tau_adapters.registry import AgentProvider, build_provider
 
 
@@ -46,13 +54,14 @@ def create_bot_app(
     token: str | None = None,
 ) -> FastAPI:
     """The bot as an ASGI app; `token` requires `Authorization: Bearer <token>`."""
-    from tau_bench.domains import load_domain
     from tau_bench.episode import session_for
+    from tau_bench.suites import load_domain
 
     provider: AgentProvider = build_provider(
         brain, {"data_dir": data_dir, **dict(brain_options or {})}
     )
     sessions: dict[str, AgentAdapter] = {}
+    refused: dict[str, str] = {}  # sessions whose brain could not start: why
     locks: dict[str, asyncio.Lock] = {}
     app = FastAPI(title="tau-adapters reference bot", docs_url=None, redoc_url=None)
 
@@ -72,7 +81,7 @@ def create_bot_app(
             return _error(422, "expected a JSON object")
         try:
             domain = load_domain(str(body.get("domain") or "retail"), data_dir)
-            split = str(body.get("task_split") or "test")
+            split = str(body.get("task_split") or domain.default_split)
             tasks = domain.tasks(split)
             task_id = int(body["task_id"]) if body.get("task_id") not in (None, "") else None
         except (ValueError, KeyError) as exc:
@@ -90,8 +99,15 @@ def create_bot_app(
                 str(uuid.uuid4()), domain.name, domain.tool_schemas, domain.policy
             )
         adapter = provider.new_adapter()
-        await adapter.start(session)
         bot_id = uuid.uuid4().hex
+        try:
+            await adapter.start(session)
+        except AdapterConfigError as exc:
+            if task is not None:
+                return _error(422, str(exc))
+            # No task (a pre-flight's session check): the bot is up, but a brain that
+            # needs a task (the oracle) cannot talk in this session.
+            refused[bot_id] = str(exc)
         sessions[bot_id] = adapter
         locks[bot_id] = asyncio.Lock()
         return JSONResponse({"session_id": bot_id})
@@ -100,6 +116,8 @@ def create_bot_app(
         adapter = sessions.get(bot_id)
         if adapter is None:
             return _error(404, f"unknown session {bot_id}")
+        if bot_id in refused:
+            return _error(422, refused[bot_id])
         async with locks[bot_id]:
             return JSONResponse(_reply(await adapter.send(turn)))
 
@@ -132,7 +150,7 @@ def create_bot_app(
     async def end(bot_id: str) -> JSONResponse:
         adapter = sessions.pop(bot_id, None)
         locks.pop(bot_id, None)
-        if adapter is not None:
+        if refused.pop(bot_id, None) is None and adapter is not None:
             await adapter.close()
         return JSONResponse({"deleted": adapter is not None})
 

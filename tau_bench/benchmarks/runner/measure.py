@@ -122,7 +122,7 @@ def measure(setup: Setup, stack: str, concurrency: int, episodes: int) -> dict[s
     workers: list[dict[str, Any]] = []
 
     async def go() -> Any:
-        from tau_bench.llm.direct import direct_client_count
+        from tau_bench.llm.direct_clients import direct_client_count
 
         if stack == "raw":
             raw = RawStack(setup.base)

@@ -32,6 +32,9 @@ MAX_RESTARTS = 3
 """Times Ray restarts a dead worker (and re-runs its in-flight episodes) before the
 driver gives its episodes up for this run."""
 
+START_DEADLINE = 300.0
+"""Seconds the workers get to be placed on the cluster and to start."""
+
 STOP_DEADLINE = 30.0
 """Seconds workers get to release their agents and clients at the end of a run."""
 
@@ -87,9 +90,19 @@ class RayBackend:
         return min(cap, limit) if limit else cap
 
     def start(self) -> None:
-        """Start (or join) Ray and the actors."""
+        """Start (or join) Ray and the actors; on failure leave nothing running."""
         ray = ray_module()
         self._started_ray = start_ray(self.config.ray_address, self.workers)
+        try:
+            self._start_actors(ray)
+        except BaseException:
+            self._kill_all(ray)
+            if self._started_ray:
+                ray.shutdown()
+                self._started_ray = False
+            raise
+
+    def _start_actors(self, ray: Any) -> None:
         per_worker = share(self.in_flight_cap(), self.workers)
         if self.config.provider_limits:
             self.limiter = (
@@ -100,7 +113,8 @@ class RayBackend:
         data = worker_config(self.config, self.workers)
         data["max_concurrency"] = per_worker
         actor = ray.remote(EpisodeWorker).options(
-            num_cpus=1 if self.config.ray_address is None else 0.5,
+            num_cpus=1,
+            scheduling_strategy="SPREAD",  # over the cluster's nodes, not packed on one
             max_concurrency=per_worker + 2,  # + pid() and close() while episodes run
             max_restarts=MAX_RESTARTS,
             max_task_retries=MAX_RESTARTS,
@@ -108,6 +122,13 @@ class RayBackend:
         self.actors = [
             actor.remote(data, self.limiter, self.runner_cls) for _ in range(self.workers)
         ]
+        try:  # every worker placed and started, or a clear error (not a silent wait)
+            ray.get([a.pid.remote() for a in self.actors], timeout=START_DEADLINE)
+        except ray.exceptions.GetTimeoutError:
+            raise RuntimeError(
+                f"{self.workers} workers of 1 CPU each were not all placed within "
+                f"{START_DEADLINE:.0f} s (fewer CPUs in the cluster?)"
+            ) from None
 
     async def run(self, keys: list[Key], store: Callable[[dict[str, Any]], None]) -> None:
         """Run `keys` on the workers, calling `store(record data)` as each finishes."""
@@ -147,6 +168,12 @@ class RayBackend:
             f" not run (--resume runs it): {first_line[:200]}"
         )
 
+    def _kill_all(self, ray: Any) -> None:
+        for actor in [*self.actors, *([self.limiter] if self.limiter is not None else [])]:
+            with contextlib.suppress(Exception):
+                ray.kill(actor, no_restart=True)
+        self.actors, self.limiter = [], None
+
     async def stop(self, graceful: bool = True) -> None:
         """Release the workers (letting them close their clients when `graceful`), kill
         the actors, and stop Ray if this backend started it."""
@@ -160,10 +187,7 @@ class RayBackend:
                         STOP_DEADLINE,
                     )
                 )
-        for actor in [*self.actors, *([self.limiter] if self.limiter is not None else [])]:
-            with contextlib.suppress(Exception):
-                ray.kill(actor, no_restart=True)
-        self.actors, self.limiter = [], None
+        self._kill_all(ray)
         if self._started_ray:
             ray.shutdown()
             self._started_ray = False

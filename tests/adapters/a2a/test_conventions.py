@@ -43,5 +43,3 @@ def test_observations_round_trip() -> None:
     joined = textmode.observation_text([("a", "one\n\ntwo"), ("b", "three")])
     assert textmode.split_observations(joined, ["a", "b"]) == ["one\n\ntwo", "three"]
     assert textmode.observation_text([("a", "x")]) == "x"
-
-

@@ -41,11 +41,18 @@ async def clients(bare: Emulator) -> AsyncIterator[Clients]:
     await made.close()
 
 
-async def provision(clients: Clients, bare: Emulator, **kwargs: object) -> Report:
+async def provision(
+    clients: Clients, bare: Emulator, wire: str = "reference", dry_run: bool = False
+) -> Report:
     domain = load_domain("retail", DATA_DIR)
     provisioner = Provisioner(clients, load_config({"agent_id": AGENT, "emulator": bare.address}))
     return await provisioner.run(
-        "retail", domain.tool_schemas, domain.policy, playbook_name="tau retail", **kwargs
+        "retail",
+        domain.tool_schemas,
+        domain.policy,
+        playbook_name="tau retail",
+        wire=wire,
+        dry_run=dry_run,
     )
 
 

@@ -90,7 +90,7 @@ class Emulator:
         provider: AgentProvider | None = None,
     ) -> None:
         from adapters.ces.harness.toolspec import tool_message
-        from tau_bench.domains import load_domain
+        from tau_bench.suites import load_domain
 
         domain = load_domain(env, data_dir)
         self.env = env

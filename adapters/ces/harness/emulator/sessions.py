@@ -73,14 +73,14 @@ def context_for(
     variables: Mapping[str, Any], session_id: str, default_env: str, data_dir: Path | str | None
 ) -> SessionContext:
     """The brain's view of the episode, from the session variables."""
-    from tau_bench.domains import UnknownDomainError, UnknownSplitError, load_domain
+    from tau_bench.suites import UnknownDomainError, UnknownSplitError, load_domain
 
     env = str(variables.get("env") or default_env)
     try:
         domain = load_domain(env, data_dir)
     except UnknownDomainError as exc:
         raise SessionError("INVALID_ARGUMENT", str(exc)) from None
-    split = str(variables.get("task_split") or "test")
+    split = str(variables.get("task_split") or domain.default_split)
     task = None
     task_id: int | None = None
     if variables.get("task_id") not in (None, ""):

@@ -114,7 +114,7 @@ class Emulator:
         provider: AgentProvider | None = None,
         per_result: bool = False,
     ) -> None:
-        from tau_bench.domains import load_domain
+        from tau_bench.suites import load_domain
 
         self.env = env
         self.data_dir = data_dir

@@ -2,7 +2,8 @@
 
 The brain needs a `SessionContext`: the domain (tools, policy) and, for the oracle, the
 task. They come from the session parameters of the first request: `env`
-(airline|retail, default the emulator's `--env`), `task_id`, `task_split` (default test),
+(any `--env` name: airline, tau3/telecom...; default the emulator's), `task_id`,
+`task_split` (default: the domain's, test for v1, base for τ³),
 `user_id`, `trial`. The Dialogflow adapter sends them by itself when it talks to an
 emulator.
 
@@ -78,14 +79,14 @@ def context_for(
     params: Mapping[str, Any], session_id: str, default_env: str, data_dir: Path | str | None
 ) -> SessionContext:
     """The brain's view of the episode, from the session parameters."""
-    from tau_bench.domains import UnknownDomainError, UnknownSplitError, load_domain
+    from tau_bench.suites import UnknownDomainError, UnknownSplitError, load_domain
 
     env = str(params.get("env") or default_env)
     try:
         domain = load_domain(env, data_dir)
     except UnknownDomainError as exc:
         raise SessionError("INVALID_ARGUMENT", str(exc)) from None
-    split = str(params.get("task_split") or "test")
+    split = str(params.get("task_split") or domain.default_split)
     task = None
     task_id: int | None = None
     if params.get("task_id") not in (None, ""):

@@ -1,0 +1,76 @@
+"""Batched rollouts: many whole episodes of a policy at once, on the run's backend.
+
+Why: `TauBenchEnv` steps one conversation at a time for a learner that acts turn by
+turn; RL pipelines that let the agent act by itself (a policy served behind an
+OpenAI-compatible endpoint, an installed adapter) want a batch of finished episodes -
+reward and trajectory - as fast as the cluster allows. `batch_rollouts` is that: the
+runner on a batch of (task, trial) pairs, locally or on Ray (`backend="ray"`,
+`workers`, `ray_address`; docs/scale.md), with the runner's retries, error records and
+one writer. The files of the batch go to `log_dir` (a temporary directory by default).
+
+    from tau_bench.gym.rollouts import batch_rollouts
+    rollouts = batch_rollouts(env="airline", task_ids=range(50), num_trials=4,
+                              agent_strategy="tool-calling", model="openai/my-policy",
+                              api_base="http://vllm:8000/v1", backend="ray", workers=8)
+    rewards = [r.reward for r in rollouts]
+"""
+
+from __future__ import annotations
+
+import asyncio
+import tempfile
+from collections.abc import Iterable
+from dataclasses import dataclass
+from typing import Any
+
+from tau_bench.config import RunConfig, build_config
+from tau_bench.results import EpisodeRecord
+from tau_bench.runner import Runner, prepare_run
+
+
+@dataclass(frozen=True)
+class Rollout:
+    """One finished episode of the batch: what a learner needs, and the full record."""
+
+    task_id: int | str
+    trial: int
+    reward: float | None
+    messages: list[dict[str, Any]]
+    error: dict[str, Any] | None  # the record's error (kind, message...) when it failed
+    record: EpisodeRecord
+
+
+def _rollout(record: EpisodeRecord) -> Rollout:
+    return Rollout(
+        task_id=record.task_id,
+        trial=record.trial,
+        reward=None if record.is_error else record.reward,
+        messages=list(record.messages or []),
+        error=record.error,
+        record=record,
+    )
+
+
+async def abatch_rollouts(
+    *, task_ids: Iterable[int | str] | None = None, log_dir: str | None = None, **settings: Any
+) -> list[Rollout]:
+    """`batch_rollouts` for callers already in an event loop."""
+    with tempfile.TemporaryDirectory(prefix="tau-rollouts-") as tmp:
+        data = {"quiet": True, "log_dir": log_dir or tmp, **settings}
+        if task_ids is not None:
+            data["task_ids"] = list(task_ids)
+        config: RunConfig = build_config(data)
+        outcome = await Runner(prepare_run(config)).run()
+    return [_rollout(r) for r in outcome.records]
+
+
+def batch_rollouts(
+    *, task_ids: Iterable[int | str] | None = None, log_dir: str | None = None, **settings: Any
+) -> list[Rollout]:
+    """Run every (task, trial) of a batch and return its rollouts in task order per trial.
+
+    `settings` are `RunConfig` fields (`env`, `agent_strategy`, `model`, `api_base`,
+    `num_trials`, `max_concurrency`, `backend`, `workers`, `ray_address`, `llm_path`...);
+    a bad one is a `RunConfigError` naming it. An episode that failed is a rollout with
+    `error` set and no reward."""
+    return asyncio.run(abatch_rollouts(task_ids=task_ids, log_dir=log_dir, **settings))

@@ -1,0 +1,144 @@
+"""The direct path's clients: pooled `AsyncOpenAI` clients per endpoint and event loop.
+
+On the openai SDK's aiohttp transport (`httpx-aiohttp`, i.e. `openai[aiohttp]`) one client
+per endpoint pools every connection; without it, small httpx clients are sharded as for
+litellm (`tau_bench.llm.clients`). Clients left open when their loop ends are closed
+quietly (`_drop_sessions`).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import functools
+import weakref
+from typing import Any
+
+from tau_bench.llm.clients import SHARD_CALLS, aclose_litellm_clients
+
+
+@functools.lru_cache(maxsize=1)
+def _tls_context() -> Any:
+    """One TLS context for every direct client: building one loads the CA bundle
+    (~40 ms of CPU), which a new client per shard would otherwise pay each time."""
+    import httpx
+
+    return httpx.create_ssl_context()
+
+
+def aiohttp_transport() -> bool:
+    """Whether the openai client's aiohttp transport is installed (`httpx-aiohttp`, the
+    SDK's `openai[aiohttp]`): it spends a fraction of httpcore's CPU per request."""
+    try:
+        import httpx_aiohttp  # noqa: F401
+    except ImportError:
+        return False
+    return True
+
+
+class ClientShards:
+    """The `AsyncOpenAI` clients of one endpoint and key on one event loop.
+
+    On aiohttp (`aiohttp_transport()`) that is one client whose connector pools every
+    connection. On httpx's own transport each call takes the least-loaded client and a
+    new one opens when all carry `SHARD_CALLS` calls: httpcore scans every connection of
+    a client per request, so small pools keep that scan short (as for the litellm path's
+    clients, `tau_bench.llm.clients`)."""
+
+    def __init__(self, url: str, key: str, timeout: float | None) -> None:
+        self.url, self.key, self.timeout = url, key, timeout
+        self.clients: list[Any] = []
+        self.load: list[int] = []
+        self.aiohttp = aiohttp_transport()
+        self.transports: list[Any] = []  # aiohttp's, closed with the loop if not before
+        self.shard = 1_000_000 if self.aiohttp else SHARD_CALLS
+
+    def _new(self) -> Any:
+        import httpx
+        import openai
+
+        timeout = self.timeout if self.timeout is not None else 600.0
+        if self.aiohttp:
+            from httpx_aiohttp.transport import AiohttpTransport
+
+            big = httpx.Limits(max_connections=100_000, max_keepalive_connections=100_000)
+            transport = AiohttpTransport(verify=_tls_context(), limits=big)
+            self.transports.append(transport)
+            http = httpx.AsyncClient(timeout=timeout, transport=transport)
+        else:
+            http = httpx.AsyncClient(
+                timeout=timeout,
+                limits=httpx.Limits(
+                    max_connections=None, max_keepalive_connections=2 * SHARD_CALLS
+                ),
+                verify=_tls_context(),
+            )
+        return openai.AsyncOpenAI(
+            base_url=self.url, api_key=self.key, max_retries=0, http_client=http
+        )
+
+    def acquire(self) -> tuple[int, Any]:
+        best = min(range(len(self.load)), key=self.load.__getitem__, default=-1)
+        if best < 0 or self.load[best] >= self.shard:
+            self.clients.append(self._new())
+            self.load.append(0)
+            best = len(self.load) - 1
+        self.load[best] += 1
+        return best, self.clients[best]
+
+    def release(self, index: int) -> None:
+        if index < len(self.load):  # closed meanwhile
+            self.load[index] -= 1
+
+    async def aclose(self) -> None:
+        clients, self.clients, self.load = self.clients, [], []
+        for client in clients:
+            await client.close()
+
+
+_shards: weakref.WeakKeyDictionary[
+    asyncio.AbstractEventLoop, dict[tuple[str, str], ClientShards]
+] = weakref.WeakKeyDictionary()
+
+
+def shards_for(url: str, key: str, timeout: float | None) -> ClientShards:
+    """The running loop's clients for an endpoint and key."""
+    per_loop = _shards.setdefault(asyncio.get_running_loop(), {})
+    shards = per_loop.get((url, key))
+    if shards is None:
+        shards = per_loop[(url, key)] = ClientShards(url, key, timeout)
+        weakref.finalize(asyncio.get_running_loop(), _drop_sessions, shards.transports)
+    return shards
+
+
+def _drop_sessions(transports: list[Any]) -> None:
+    """Close, without a loop, the aiohttp sessions of a loop that ended with its direct
+    clients open (a caller that never called `aclose_clients`): aiohttp would otherwise
+    report every one as unclosed when it is collected."""
+    for transport in transports:
+        session = getattr(transport, "client", None)
+        if session is None or getattr(session, "closed", True):
+            continue
+        connector = getattr(session, "connector", None)
+        with contextlib.suppress(Exception):
+            session.detach()
+            if connector is not None:
+                connector._close()  # the synchronous close (the loop is gone)
+
+
+def direct_client_count() -> int:
+    """Direct clients open on the running loop (tests, benchmarks)."""
+    return sum(len(s.clients) for s in _shards.get(asyncio.get_running_loop(), {}).values())
+
+
+async def aclose_direct_clients() -> None:
+    """Close the running loop's direct clients (end of a run; optional)."""
+    for shards in _shards.pop(asyncio.get_running_loop(), {}).values():
+        await shards.aclose()
+
+
+async def aclose_clients() -> None:
+    """Close the running event loop's model clients, litellm's and direct (at the end of
+    a run; optional: they are dropped with their loop anyway)."""
+    await aclose_litellm_clients()
+    await aclose_direct_clients()
