@@ -9,12 +9,15 @@ without the conversation machinery, so it is fast.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from tau_bench.agents.oracle import outputs_message
-from tau_bench.domains import Domain
 from tau_bench.env import Env
 from tau_bench.scoring import RewardResult
 from tau_bench.tasks import RESPOND_ACTION, Task
+
+if TYPE_CHECKING:
+    from tau_bench.domains import Domain
 
 
 @dataclass

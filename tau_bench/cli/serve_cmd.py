@@ -61,6 +61,38 @@ def scores_settings(
     return settings
 
 
+def registered_agents(path: Path | None) -> dict[str, dict[str, Any]]:
+    """The operator's named agent configs, each checked as a run config would be.
+
+    Paths and `${VAR}` placeholders in them are the operator's: they are read with the
+    server's environment, which is why only this file, never a request, may hold them.
+    """
+    from tau_bench.config import (
+        RunConfigError,
+        build_config,
+        config_from_mapping,
+        read_yaml_mapping,
+    )
+
+    if path is None:
+        return {}
+    try:
+        data = read_yaml_mapping(path)
+    except RunConfigError as exc:
+        fail(f"--agent-configs: {exc}")
+    out: dict[str, dict[str, Any]] = {}
+    for name, entry in data.items():
+        if not isinstance(entry, dict):
+            fail(f"--agent-configs: {name!r} must be a mapping of run settings")
+        try:
+            settings = config_from_mapping(dict(entry))
+            build_config(settings)
+        except RunConfigError as exc:
+            fail(f"--agent-configs: {name}: {exc}")
+        out[str(name)] = settings
+    return out
+
+
 def serve(
     host: Annotated[str, typer.Option("--host", help="Address to listen on.")] = "127.0.0.1",
     port: Annotated[int, typer.Option("--port", min=0, max=65535, help="Port.")] = 8000,
@@ -104,6 +136,14 @@ def serve(
     workers: Annotated[
         int, typer.Option("--workers", min=1, help="Ray workers per run (> 1: a local Ray).")
     ] = 1,
+    agent_configs: Annotated[
+        Path | None,
+        typer.Option(
+            "--agent-configs",
+            help="YAML mapping NAME -> run settings (agent_strategy, agent options, ...): the "
+            "agents requests may name (`agent_config`); read here, never from a request.",
+        ),
+    ] = None,
     scores_config: Annotated[
         Path | None,
         typer.Option(
@@ -170,6 +210,7 @@ def serve(
         scores_settings=scores_settings(
             scores_config, scores_agent_strategy, scores_user_strategy, scores_user_model
         ),
+        agent_configs=registered_agents(agent_configs),
     )
     try:
         settings.prepare()

@@ -17,7 +17,7 @@ def _tau(*args: str) -> tuple[int, str, str]:
 
 
 def test_a_run_with_local_agents_needs_no_extra(tmp_path: Path) -> None:
-    code, out, err = _tau(
+    code, _, err = _tau(
         "run",
         "--env",
         "airline",
