@@ -20,7 +20,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from typing import Any
 
-from tau_bench.results import EpisodeRecord, is_success
+from tau_bench.records import EpisodeRecord, is_success
 
 PARTS = ("agent", "user", "judge", "platform")
 LOCAL_AGENTS = frozenset({"tool-calling", "act", "react", "few-shot", "oracle"})

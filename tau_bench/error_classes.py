@@ -26,7 +26,7 @@ from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from tau_bench.results import EpisodeRecord
+    from tau_bench.records import EpisodeRecord
 
 HARNESS = "harness"
 AGENT_FAILURE = "agent_failure"

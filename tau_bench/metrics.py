@@ -18,7 +18,7 @@ from typing import Any
 
 from tau_bench import error_classes
 from tau_bench.cost import totals as cost_totals
-from tau_bench.results import EpisodeRecord, is_success
+from tau_bench.records import EpisodeRecord, is_success
 
 
 def pass_hat_k(counts: Mapping[Any, tuple[int, int]], k: int) -> float | None:

@@ -13,6 +13,9 @@ from pathlib import Path
 import pytest
 
 os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
+# Direct model calls on httpx's transport, which respx mocks (tests/tau_bench/llm/
+# test_direct.py covers the aiohttp transport too).
+os.environ.setdefault("TAU_LLM_DIRECT_TRANSPORT", "httpx")
 
 
 def _data_dir() -> Path:

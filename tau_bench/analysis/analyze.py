@@ -24,7 +24,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from tau_bench.analysis.loading import Run
 from tau_bench.llm import LLMConfig, LLMError, complete
-from tau_bench.results import EpisodeRecord, is_success
+from tau_bench.records import EpisodeRecord, is_success
 from tau_bench.task_ids import TaskId, sort_key
 
 FAULT_AUTHORS = ("user", "agent", "environment")

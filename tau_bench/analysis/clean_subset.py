@@ -19,7 +19,7 @@ from html import escape
 from typing import TYPE_CHECKING, Any
 
 from tau_bench.metrics import pass_hat_ks
-from tau_bench.results import EpisodeRecord, is_success
+from tau_bench.records import EpisodeRecord, is_success
 from tau_bench.tau3.known_issues import KnownIssue, Registry, registry_for_env, split_task_key
 
 if TYPE_CHECKING:

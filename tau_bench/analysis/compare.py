@@ -20,7 +20,7 @@ from typing import Any
 from tau_bench.analysis.bootstrap import paired_bootstrap
 from tau_bench.analysis.loading import Run, split_by_user_model, with_domain_ids
 from tau_bench.metrics import pass_hat_k, success_counts, summarize, user_model_of
-from tau_bench.results import EpisodeRecord, is_success
+from tau_bench.records import EpisodeRecord, is_success
 from tau_bench.task_ids import TaskId, ids_text, sort_key, sorted_ids
 
 

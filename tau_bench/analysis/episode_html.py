@@ -13,7 +13,7 @@ from typing import Any
 
 from tau_bench.analysis.reasons import failure_reason
 from tau_bench.analysis.reasons import outcome as outcome_of
-from tau_bench.results import EpisodeRecord, is_success
+from tau_bench.records import EpisodeRecord, is_success
 
 LONG_OBSERVATION = 1200
 

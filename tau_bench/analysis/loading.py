@@ -1,9 +1,10 @@
 """Results files -> `Run`: the run's JSONL log, the original τ-bench JSON, or a folder.
 
-Both formats become `EpisodeRecord`s so every analysis has one input type. What the
-original format does not carry (agent, model, user model, domain) is taken, in order,
-from a `<stem>.summary.json` next to the file, the runner's file-name pattern, and the
-trajectory itself (the policy's title names the domain); what remains unknown stays None.
+Both formats become `EpisodeRecord`s so every analysis has one input type (reading the
+original format is `tau_bench_json`). What the original format does not carry (agent,
+model, user model, domain) is taken, in order, from a `<stem>.summary.json` next to the
+file, the runner's file-name pattern, and the trajectory itself (the policy's title names
+the domain); what remains unknown stays None.
 
 Multi-domain runs name their tasks `"retail/12"`; a record's domain is its `domain`
 field, else its id's namespace. In a user-model rotation (`--user-models`) each log
@@ -14,14 +15,15 @@ log next to it, else worked out from the runner's round-robin when the file is c
 from __future__ import annotations
 
 import json
-import re
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
+from tau_bench.analysis.tau_bench_json import guess_env, parse_run_stem, record_from_tau_bench
 from tau_bench.metrics import domain_of, user_model_of
-from tau_bench.results import EpisodeRecord, LogFileError, read_log
-from tau_bench.task_ids import TaskId, parse_task_id, qualify, sort_key, task_domain
+from tau_bench.records import EpisodeRecord
+from tau_bench.results_log import LogFileError, read_log
+from tau_bench.task_ids import TaskId, qualify, sort_key, task_domain
 
 
 class ResultsLoadError(ValueError):
@@ -30,15 +32,6 @@ class ResultsLoadError(ValueError):
 
 LOG = "log"
 TAU_BENCH = "tau-bench"
-
-# Longest first, so "tool-calling" wins over a model name starting with "act".
-_STRATEGIES = ("tool-calling", "few-shot", "oracle", "react", "act")
-_USER_STRATEGIES = "llm|react|verify|reflection|human|scripted"
-_STEM = re.compile(
-    r"^(?P<agent_model>.+)-(?P<temperature>\d+(?:\.\d+)?)_range_(?P<start>-?\d+)-(?P<end>-?\d+)"
-    rf"_user-(?P<user_model>.+)-(?P<user_strategy>{_USER_STRATEGIES})_\d{{10}}(?:_\d+)?$"
-)
-_POLICY_TITLES = {"# airline agent policy": "airline", "# retail agent policy": "retail"}
 
 
 @dataclass
@@ -128,84 +121,6 @@ def with_domain_ids(run: Run) -> Run:
     (domain,) = domains
     records = [replace(r, task_id=qualify(r.task_id, domain), domain=domain) for r in run.records]
     return replace(run, records=records)
-
-
-# -- the original format --------------------------------------------------------------
-
-
-def record_from_tau_bench(entry: dict[str, Any]) -> EpisodeRecord:
-    """One element of a τ-bench results list as a record.
-
-    The original wrote an episode that raised as reward 0 with `info.error` and an
-    empty trajectory; such entries become errored records (not scored), as ours are.
-    """
-    info = entry.get("info")
-    if not isinstance(info, dict):
-        info = {}
-    error = None
-    if "error" in info and not entry.get("traj"):
-        error = {
-            "source": "unknown",
-            "kind": "error",
-            "message": str(info.get("error")),
-            "retryable": False,
-            "detail": str(info.get("traceback", "")),
-        }
-    reward = entry.get("reward")
-    task = info.get("task")
-    reward_info = info.get("reward_info")
-    task_id = parse_task_id(entry["task_id"])
-    return EpisodeRecord(
-        task_id=task_id,
-        trial=int(entry.get("trial", 0) or 0),
-        reward=None if error or reward is None else float(reward),
-        reward_info=reward_info if isinstance(reward_info, dict) else None,
-        task=task if isinstance(task, dict) else {},
-        messages=list(entry.get("traj") or []),
-        stop_reason=str(info.get("stop_reason") or ("error" if error else "")),
-        agent_usage={"cost": float(info.get("agent_cost") or 0.0)},
-        user_usage={"cost": float(info.get("user_cost") or 0.0)},
-        error=error,
-        warnings=[str(e) for e in info.get("errors") or []],
-        domain=task_domain(task_id) or "",
-    )
-
-
-def parse_run_stem(stem: str) -> dict[str, Any]:
-    """What the runner's file name says (agent, model, user model...), or {}."""
-    match = _STEM.match(stem)
-    if not match:
-        return {}
-    agent_model = match["agent_model"]
-    strategy, model = agent_model, None
-    for known in _STRATEGIES:
-        if agent_model.startswith(known + "-"):
-            strategy, model = known, agent_model[len(known) + 1 :]
-            break
-    return {
-        "agent_strategy": strategy,
-        "model": None if model in (None, "default") else model,
-        "user_model": match["user_model"],
-        "user_strategy": match["user_strategy"],
-    }
-
-
-def guess_env(records: list[EpisodeRecord], name: str) -> str | None:
-    """The domains named by the task ids (`retail,airline`), else the domain from the
-    policy title in a trajectory, else from the file name."""
-    named = list(dict.fromkeys(d for r in records if (d := domain_of(r))))
-    if named:
-        return ",".join(named)
-    for record in records:
-        for message in record.messages[:1]:
-            if message.get("role") == "system":
-                title = str(message.get("content") or "").lstrip().split("\n", 1)[0]
-                env = _POLICY_TITLES.get(title.strip().lower())
-                if env:
-                    return env
-    tokens = set(re.split(r"[^a-z]+", name.lower()))
-    found = [env for env in ("airline", "retail") if env in tokens]
-    return found[0] if len(found) == 1 else None
 
 
 def _read_json(path: Path) -> Any:

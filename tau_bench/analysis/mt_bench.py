@@ -34,7 +34,7 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
-from tau_bench.results import EpisodeRecord
+from tau_bench.records import EpisodeRecord
 from tau_bench.task_ids import TaskId, file_part, sort_key
 from tau_bench.tasks import RESPOND_ACTION
 

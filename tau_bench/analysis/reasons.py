@@ -10,7 +10,7 @@ from __future__ import annotations
 from typing import Any
 
 from tau_adapters.conversation import MAX_STEPS
-from tau_bench.results import EpisodeRecord, is_success
+from tau_bench.records import EpisodeRecord, is_success
 
 MAX_CHARS = 160
 

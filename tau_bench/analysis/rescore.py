@@ -35,7 +35,8 @@ from tau_bench.analysis.loading import LOG, Run
 from tau_bench.domains import Domain
 from tau_bench.env import Env
 from tau_bench.metrics import domain_of, summarize
-from tau_bench.results import EpisodeRecord, now_iso, write_json_atomic
+from tau_bench.records import EpisodeRecord, now_iso
+from tau_bench.results import write_json_atomic
 from tau_bench.scoring import RewardResult
 from tau_bench.task_ids import TaskId, task_index
 from tau_bench.tasks import RESPOND_ACTION, Task

@@ -25,7 +25,7 @@ from statistics import NormalDist
 from typing import Any
 
 from tau_bench.metrics import user_model_of
-from tau_bench.results import EpisodeRecord
+from tau_bench.records import EpisodeRecord
 
 PARTS = ("between_user_model", "between_task", "between_trial", "user_model_x_task")
 PART_LABELS = {

@@ -1,7 +1,9 @@
-"""`tau compare`, `tau report`, `tau rescore`, `tau analyze`, `tau export`.
+"""`tau compare` and `tau report`, and the results loading every results command shares.
 
 Thin: load results files, call `tau_bench.analysis`, print. User errors (unreadable
 files, runs on different tasks, a missing optional library) print one line and exit 2.
+`tau rescore`, `tau analyze` and `tau export` (one run in, a new file out) are in
+`results_cmd`.
 """
 
 from __future__ import annotations
@@ -21,18 +23,18 @@ if TYPE_CHECKING:
 RESULTS_HELP = "Results files (a run's .jsonl log or τ-bench .json) or folders of them."
 
 
-def _note(message: str) -> None:
+def note(message: str) -> None:
     print(message, file=sys.stderr, flush=True)
 
 
-def _console() -> Any:
+def stdout_console() -> Any:
     """stdout; wide when not a terminal, so piped tables are not squeezed to 80 columns."""
     from rich.console import Console
 
     return Console() if sys.stdout.isatty() else Console(width=200)
 
 
-def _load(paths: list[Path], tasks: str | None = None) -> list[Run]:
+def load_results(paths: list[Path], tasks: str | None = None) -> list[Run]:
     """The runs, with only the episodes of `tasks` (ids and ranges: "0-4 7") when given."""
     from dataclasses import replace
 
@@ -44,7 +46,7 @@ def _load(paths: list[Path], tasks: str | None = None) -> list[Run]:
     except ResultsLoadError as exc:
         fail(str(exc))
     for reason in loaded.skipped:
-        _note(f"skipped: {reason}")
+        note(f"skipped: {reason}")
     if tasks is None:
         return loaded.runs
     try:
@@ -79,9 +81,9 @@ def _compare(
         fail("--bootstrap must be at least 1")
     if not 0 < confidence < 1:
         fail("--confidence must be between 0 and 1 (e.g. 0.95)")
-    runs = _load(results, tasks)
+    runs = load_results(results, tasks)
     confounds = check_confounds(
-        runs, intersect=intersect, allow_mismatch=allow_mismatch, console=_console()
+        runs, intersect=intersect, allow_mismatch=allow_mismatch, console=stdout_console()
     )
     try:
         comparison = compare_runs(
@@ -188,7 +190,7 @@ def compare(
         allow_mismatch=allow_mismatch,
         tasks=tasks,
     )
-    console = _console()
+    console = stdout_console()
     console.print(runs_table(comparison))
     clean = comparison_table(comparison)  # official vs clean subset, τ³ runs only
     if clean is not None:
@@ -202,11 +204,11 @@ def compare(
         print_variance(console, comparison)
     gate_result = run_gate(console, comparison, max_drop) if gate else None
     for label, ids in comparison.dropped.items():
-        _note(f"{label}: {len(ids)} task(s) not in every run were left out (--intersect)")
+        note(f"{label}: {len(ids)} task(s) not in every run were left out (--intersect)")
     if json_out is not None:
         data = {**comparison.to_dict(), **comparison_dict(comparison)}
         write_json_atomic(json_out, {**data, **({"gate": gate_result} if gate_result else {})})
-        _note(f"wrote {json_out}")
+        note(f"wrote {json_out}")
     gate_exit(gate_result)
 
 
@@ -257,257 +259,9 @@ def report(
         write_report(output, comparison, title=title)
     except OSError as exc:
         fail(f"cannot write {output}: {exc.strerror}")
-    _note(f"wrote {output} ({output.stat().st_size / 1e6:.1f} MB)")
+    note(f"wrote {output} ({output.stat().st_size / 1e6:.1f} MB)")
     if png_dir is not None:
         from tau_bench.analysis.plots import write_pngs
 
         for path in write_pngs(comparison, png_dir):
-            _note(f"wrote {path}")
-
-
-def rescore(
-    results: Annotated[
-        Path, typer.Argument(help="One results file (.jsonl log or τ-bench .json).")
-    ],
-    env: Annotated[
-        str | None,
-        typer.Option(
-            "--env",
-            help="Domain(s) to replay on: airline, retail or both (default: the file's).",
-        ),
-    ] = None,
-    output: Annotated[
-        Path | None,
-        typer.Option("-o", "--output", help="Write the rescored results (same format) here."),
-    ] = None,
-    data_dir: Annotated[
-        str | None, typer.Option("--data-dir", help="Benchmark data directory.")
-    ] = None,
-    task_split: Annotated[
-        str | None,
-        typer.Option(
-            "--task-split", help="Split the task ids refer to (default: the run's, else test)."
-        ),
-    ] = None,
-    recorded_tasks: Annotated[
-        bool,
-        typer.Option("--recorded-tasks", help="Score against the task stored in each record."),
-    ] = False,
-    score_unfinished: Annotated[
-        bool,
-        typer.Option(
-            "--score-unfinished",
-            help="Also score original τ-bench episodes that never finished (they got 0).",
-        ),
-    ] = False,
-    judge_model: Annotated[
-        str | None,
-        typer.Option(
-            "--judge-model", help="τ³ NL-assertion judge: a model, or assume-met (offline)."
-        ),
-    ] = None,
-) -> None:
-    """Replay recorded trajectories on today's domain and recompute their rewards."""
-    if env is not None and env.strip().startswith("tau3/"):  # a τ² results file
-        from tau_bench.cli.tau2_cmd import rescore_tau2
-
-        rescore_tau2(results, env.strip(), judge_model, output, data_dir)
-        return
-    if judge_model is not None:
-        fail("--judge-model applies to τ³ rescoring only (--env tau3/<domain>)")
-    from tau_bench.analysis.loading import ResultsLoadError, load_run
-    from tau_bench.analysis.rescore import RescoreError, rescore_run, write_rescored
-    from tau_bench.domains import Domain as V1Domain
-    from tau_bench.suites import load_domain
-
-    if results.is_dir():
-        fail(f"rescore takes one results file, not a folder: {results}")
-    try:
-        run = load_run(results)
-    except ResultsLoadError as exc:
-        fail(str(exc))
-    names = [e.strip() for e in env.split(",") if e.strip()] if env else run.domains
-    if not names:
-        fail(f"{results} does not say its domain: pass --env airline or --env retail")
-    # unknown env / data dir: run_cli reports them
-    loaded = {name: load_domain(name, data_dir) for name in names}
-    # This results format is τ-bench v1's; its domains are the v1 suite's.
-    domains = {n: d for n, d in loaded.items() if isinstance(d, V1Domain)}
-    if len(domains) != len(loaded):
-        fail("this results file is in τ-bench v1's format: rescore it with a v1 --env")
-    try:
-        outcome = rescore_run(
-            run,
-            domains,
-            split=task_split,
-            recorded_tasks=recorded_tasks,
-            score_unfinished=score_unfinished,
-        )
-    except RescoreError as exc:
-        fail(str(exc))
-    _print_rescore(outcome)
-    if output is not None:
-        write_rescored(outcome, output)
-        _note(f"wrote {output}")
-
-
-def _print_rescore(outcome: Any) -> None:
-    from rich.markup import escape
-    from rich.table import Table
-
-    from tau_bench.analysis.tables import fmt
-
-    summary = outcome.summary()
-    console = _console()
-    if outcome.changed:
-        table = Table(title="Rewards that changed")
-        for name in ("task", "trial", "before", "after", "why", "notes"):
-            table.add_column(name, justify="right" if name in ("task", "trial") else "left")
-        for e in outcome.changed:
-            table.add_row(
-                escape(str(e.task_id)),
-                str(e.trial),
-                fmt(e.old_reward, "g"),
-                fmt(e.new_reward, "g"),
-                escape(e.why()),
-                escape("; ".join(e.notes)),
-            )
-        console.print(table)
-    avg = summary["avg_reward"]
-    console.print(
-        f"{summary['rescored']} of {summary['episodes']} episodes rescored on "
-        f"{summary['env']} {summary['task_split']}: {summary['changed']} changed "
-        f"({summary['now_passing']} now pass, {summary['now_failing']} now fail); "
-        f"average reward {fmt(avg['before'])} -> {fmt(avg['after'])}"
-    )
-    skipped: dict[str, int] = {}
-    for e in outcome.episodes:
-        if e.skipped:
-            skipped[e.skipped] = skipped.get(e.skipped, 0) + 1
-    for reason, n in skipped.items():
-        console.print(f"skipped {n}: {reason}")
-    changed_tasks = {n for e in outcome.episodes for n in e.notes if "changed since" in n}
-    if changed_tasks:
-        console.print("task data differs from the recording: " + "; ".join(sorted(changed_tasks)))
-    if summary["multi_call_messages"]:
-        console.print(
-            f"{summary['multi_call_messages']} assistant message(s) carried several tool calls: "
-            "all were executed in order (the original executed only the first)"
-        )
-    if summary["observation_changes"]:
-        console.print(
-            f"{summary['observation_changes']} tool observation(s) differ from the recorded "
-            "ones (tools or data changed since the run)"
-        )
-
-
-def analyze(
-    results: Results,
-    model: Annotated[str, typer.Option("--model", help="Judge model (any litellm model).")],
-    model_provider: Annotated[
-        str | None, typer.Option("--model-provider", help="litellm provider of --model.")
-    ] = None,
-    api_base: Annotated[
-        str | None, typer.Option("--api-base", help="OpenAI-compatible server for the judge.")
-    ] = None,
-    temperature: Annotated[float, typer.Option("--temperature")] = 0.0,
-    max_num_failed_results: Annotated[
-        int | None,
-        typer.Option("--max-num-failed-results", "-n", help="At most N failed episodes per run."),
-    ] = None,
-    max_concurrency: Annotated[
-        int, typer.Option("--max-concurrency", help="Judge calls at once.")
-    ] = 1,
-    output: Annotated[
-        Path | None,
-        typer.Option("-o", "--output", help="JSON output (default: analysis-<run>.json)."),
-    ] = None,
-) -> None:
-    """Classify failed episodes with an LLM: whose fault (user, agent, environment), what kind."""
-    import asyncio
-
-    from tau_bench.analysis.analyze import analyze_runs
-    from tau_bench.llm import LLMConfig
-    from tau_bench.results import write_json_atomic
-
-    if max_concurrency < 1:
-        fail("--max-concurrency must be at least 1")
-    if max_num_failed_results is not None and max_num_failed_results < 0:
-        fail("--max-num-failed-results must not be negative")
-    runs = _load(results)
-    config = LLMConfig(
-        model=model, provider=model_provider, api_base=api_base, temperature=temperature
-    )
-    analysis = asyncio.run(
-        analyze_runs(
-            runs, config, max_failed=max_num_failed_results, max_concurrency=max_concurrency
-        )
-    )
-    out = output or Path(f"analysis-{runs[0].label}.json")
-    write_json_atomic(out, analysis.to_dict())
-    _print_analysis(analysis)
-    _note(f"wrote {out}")
-
-
-def _print_analysis(analysis: Any) -> None:
-    from rich.table import Table
-
-    summary = analysis.summary()
-    console = _console()
-    failed = sum(analysis.failed.values())
-    classified = summary["classified"]
-    console.print(
-        f"{summary['analyzed']} of {failed} failed episode(s) analyzed with {analysis.model}: "
-        f"{classified} classified, {summary['unclassified']} unclassified "
-        f"(cost ${summary['cost']:.4f})"
-    )
-    for title, counts in (
-        ("Fault author", summary["fault_author"]),
-        ("Fault type (all)", summary["fault_type"]),
-        ("Fault type (agent faults)", summary["fault_type_of_agent_faults"]),
-    ):
-        if not counts:
-            continue
-        total = sum(counts.values())
-        table = Table(title=title)
-        table.add_column("")
-        table.add_column("episodes", justify="right")
-        table.add_column("share", justify="right")
-        for key, n in sorted(counts.items(), key=lambda kv: -kv[1]):
-            table.add_row(str(key), str(n), f"{n / total:.0%}")
-        console.print(table)
-
-
-def export(
-    results: Results,
-    output: Annotated[
-        Path, typer.Option("-o", "--output", help="Folder to write into (MT-bench: ./data).")
-    ] = Path("data"),
-    format: Annotated[
-        str, typer.Option("--format", help="Export format: mt-bench or tau2.")
-    ] = "mt-bench",
-    dataset: Annotated[
-        str | None, typer.Option("--dataset", help="Dataset name (default: the run's domain).")
-    ] = None,
-    model: Annotated[
-        str | None, typer.Option("--model", help="Model name in file names (default: the run's).")
-    ] = None,
-) -> None:
-    """Export results in another format (mt-bench: per-task chat JSONL and a scores file)."""
-    from tau_bench.analysis.mt_bench import write_mt_bench
-
-    if format == "tau2":  # τ³ runs as τ² results files (tau2 view / evaluate-trajs)
-        from tau_bench.cli.tau2_cmd import export_tau2
-
-        export_tau2(_load(results), output, None)
-        return
-    if format != "mt-bench":
-        fail(f"unknown export format {format!r} (available: mt-bench, tau2)")
-    for run in _load(results):
-        folder = write_mt_bench(
-            run.records,
-            output,
-            dataset=dataset or run.env or "tau-bench",
-            model=model or run.model or run.agent,
-        )
-        _note(f"{run.label}: wrote {folder}")
+            note(f"wrote {path}")

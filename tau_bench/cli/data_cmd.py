@@ -31,7 +31,8 @@ def pull(
     if suite != "tau-bench":
         fail(f"unknown suite {suite!r} (available: tau-bench, tau3)")
     from tau_bench.data.paths import DataDirError, cache_dir
-    from tau_bench.data.pull import load_pinned, pull_dataset, verify_files
+    from tau_bench.data.pinned import load_pinned, verify_files
+    from tau_bench.data.pull import pull_dataset
 
     target = (dest or cache_dir()).expanduser()
     table = load_pinned()
@@ -119,7 +120,7 @@ def verify(
     from rich.table import Table
 
     from tau_bench.data.paths import DataDirError, resolve_data_dir
-    from tau_bench.data.pull import load_pinned, verify_files
+    from tau_bench.data.pinned import load_pinned, verify_files
 
     try:
         root = resolve_data_dir(data_dir, pull=False)

@@ -1,7 +1,7 @@
 """`tau run` (and `python run.py`): run agents on tasks, write results, show a summary.
 
-Thin: the flags and their layering are in `run_flags`, what is shown in `run_progress`;
-this module turns a RunConfig into a run and reports how it went.
+Thin: the flags are in `run_flags`, their layering in `run_layers`, what is shown in
+`run_progress`; this module turns a RunConfig into a run and reports how it went.
 """
 
 from __future__ import annotations
@@ -11,7 +11,8 @@ from typing import Any, NoReturn
 
 import typer
 
-from tau_bench.cli.run_flags import _flags, config_from_context, with_underscore_aliases
+from tau_bench.cli.run_flags import _flags, with_underscore_aliases
+from tau_bench.cli.run_layers import config_from_context
 from tau_bench.cli.run_progress import error_examples, make_progress, render_summary
 from tau_bench.config import RunConfig
 

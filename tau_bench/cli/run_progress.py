@@ -49,7 +49,7 @@ class RichProgress:
         self._errors = 0
 
     def started(self, total: int, done: list[Any]) -> None:
-        from tau_bench.results import is_success
+        from tau_bench.records import is_success
 
         for r in done:
             self._count(r, is_success)
@@ -99,7 +99,7 @@ class RichProgress:
         return f"{self._passed / self._scored:.1%}" if self._scored else "-"
 
     def episode_done(self, record: Any) -> None:
-        from tau_bench.results import is_success
+        from tau_bench.records import is_success
 
         self._count(record, is_success)
         if self._progress is not None:

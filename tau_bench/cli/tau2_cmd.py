@@ -1,6 +1,6 @@
 """The τ³ side of `tau rescore` and `tau export`: τ² results files in and out.
 
-`compare_cmd` calls these when `--env tau3/<domain>` / `--format tau2` is given, so the
+`results_cmd` calls these when `--env tau3/<domain>` / `--format tau2` is given, so the
 v1 paths stay as they were. User errors print one line and exit 2 (`fail`).
 """
 

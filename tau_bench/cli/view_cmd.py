@@ -23,7 +23,7 @@ if TYPE_CHECKING:
     from rich.console import Console
 
     from tau_bench.analysis.loading import Run
-    from tau_bench.results import EpisodeRecord
+    from tau_bench.records import EpisodeRecord
 
 PROMPT = "episode # to open, f failed, e errored, a all, t ID task, q quit> "
 

@@ -17,7 +17,7 @@ from rich.table import Table
 from rich.text import Text
 
 from tau_bench.analysis.reasons import failure_reason, outcome
-from tau_bench.results import EpisodeRecord
+from tau_bench.records import EpisodeRecord
 
 STYLE = {"pass": "green", "fail": "red", "error": "yellow"}
 ROLE_STYLE = {"user": "blue", "assistant": "green", "tool": "magenta", "system": "dim"}

@@ -1,8 +1,25 @@
-"""The data layer's error type, on its own so that path resolution and pulling can both
-raise it without importing each other."""
+"""The data layer's error types, on their own so that path resolution, downloading and
+assembling can all raise them without importing each other."""
 
 from __future__ import annotations
 
 
 class DataDirError(RuntimeError):
     """The data directory is missing or incomplete; the message says what to do."""
+
+
+class PullError(DataDirError):
+    """Filling the data directory failed; nothing was written to the destination."""
+
+
+class ChecksumError(PullError):
+    """A downloaded or derived file does not have its pinned sha256."""
+
+    def __init__(self, name: str, expected: str, actual: str) -> None:
+        super().__init__(
+            f"checksum mismatch for {name}: expected sha256 {expected}, got {actual}; "
+            "nothing was written to the data directory"
+        )
+        self.name = name
+        self.expected = expected
+        self.actual = actual

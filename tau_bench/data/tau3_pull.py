@@ -3,18 +3,21 @@
 The package ships `tau3_manifest.json` (paths and sha256 only, derived from the dataset
 MANIFEST): every upstream data file (`data/tau2/...`), and the upstream Python files
 whose prompt literals are extracted (`tau_bench.data.tau3_prompts`) into `prompts/`.
-Every download and every extracted prompt is checked against its sha256; the directory
-is built next to the destination and moved into place only when everything matched, so
-a failure leaves the destination as it was.
 
-The agent tool schemas (`<domain>/tools.json`) are not files upstream (the original
-generates them from Python signatures at run time); they are listed as `derived`, and
-`missing_derived` says which a directory lacks.
+The tool schemas (`<domain>/tools.json`, `<domain>/user_tools.json`) are not files
+upstream: the original generates them from its toolkit classes at run time. They are
+listed as `derived` (with the toolkit module and class), and built from the pinned
+toolkit and data-model sources (`tool_sources`) by `tau3_toolschemas`.
+
+Every download, extracted prompt and built schema file is checked against its sha256;
+the directory is built next to the destination and moved into place only when
+everything matched, so a failure leaves the destination as it was.
 """
 
 from __future__ import annotations
 
 import json
+from collections.abc import Mapping
 from dataclasses import dataclass
 from importlib import resources
 from pathlib import Path
@@ -22,24 +25,16 @@ from typing import Any
 
 import httpx
 
-from tau_bench.data.pull import (
-    TIMEOUT,
-    ChecksumError,
-    FileCheck,
-    PullError,
-    Source,
-    _download,
-    _install,
-    _Progress,
-    _sha256_file,
-    _staging_dir,
-    raw_url,
-    sha256_hex,
-)
+from tau_bench.data.download import TIMEOUT, Progress, download, raw_url
+from tau_bench.data.errors import ChecksumError, PullError
+from tau_bench.data.pinned import FileCheck, Source, sha256_file, sha256_hex
+from tau_bench.data.pull import install, staging_dir
 from tau_bench.data.tau3_prompts import PROMPTS, PromptSourceError, extract_prompt
+from tau_bench.data.tau3_toolschemas import ToolSchemaError, render, toolkit_schemas
 
 __all__ = [
     "Tau3Manifest",
+    "build_tool_schemas",
     "load_manifest",
     "missing_derived",
     "pull_tau3",
@@ -54,6 +49,7 @@ class Tau3Manifest:
     files: tuple[dict[str, Any], ...]
     derived: tuple[dict[str, Any], ...]
     prompts: tuple[dict[str, Any], ...]
+    tool_sources: tuple[dict[str, Any], ...] = ()
 
 
 def load_manifest() -> Tau3Manifest:
@@ -67,16 +63,17 @@ def load_manifest() -> Tau3Manifest:
         tuple(raw["files"]),
         tuple(raw.get("derived", [])),
         tuple(raw.get("prompts", [])),
+        tuple(raw.get("tool_sources", [])),
     )
 
 
 def verify_tau3_files(root: Path, manifest: Tau3Manifest | None = None) -> list[FileCheck]:
-    """Data files and prompts under `root` against their pinned sha256."""
+    """Data files, prompts and tool schemas under `root` against their pinned sha256."""
     manifest = manifest or load_manifest()
     checks = []
-    for entry in (*manifest.files, *manifest.prompts):
+    for entry in (*manifest.files, *manifest.prompts, *manifest.derived):
         target = Path(root) / entry["path"]
-        actual = _sha256_file(target) if target.is_file() else None
+        actual = sha256_file(target) if target.is_file() else None
         checks.append(FileCheck(entry["path"], entry["sha256"], actual))
     return checks
 
@@ -87,7 +84,7 @@ def missing_derived(root: Path, manifest: Tau3Manifest | None = None) -> list[st
     out = []
     for entry in manifest.derived:
         target = Path(root) / entry["path"]
-        if not target.is_file() or _sha256_file(target) != entry["sha256"]:
+        if not target.is_file() or sha256_file(target) != entry["sha256"]:
             out.append(entry["path"])
     return out
 
@@ -95,13 +92,41 @@ def missing_derived(root: Path, manifest: Tau3Manifest | None = None) -> list[st
 def _fetch(
     http: httpx.Client, manifest: Tau3Manifest, path: str, sha: str, size: int | None, bar: Any
 ) -> bytes:
-    data = _download(
+    data = download(
         http, raw_url(path, manifest.commit, manifest.repo), Source(path, sha, size), bar
     )
     actual = sha256_hex(data)
     if actual != sha:
         raise ChecksumError(f"upstream file {path} (commit {manifest.commit[:12]})", sha, actual)
     return data
+
+
+def build_tool_schemas(manifest: Tau3Manifest, sources: Mapping[str, bytes]) -> dict[str, bytes]:
+    """Every `derived` schema file built from `{upstream path: source bytes}`, each checked
+    against its pinned sha256 (`ChecksumError` naming the file, `PullError` otherwise)."""
+    texts = {}
+    for path, data in sources.items():
+        try:
+            texts[path] = data.decode("utf-8")
+        except UnicodeDecodeError as exc:
+            raise PullError(f"upstream file {path} is not UTF-8 text: {exc}") from exc
+    built = {}
+    for entry in manifest.derived:
+        if "module" not in entry or "class" not in entry:
+            raise PullError(f"τ³ manifest does not say which toolkit builds {entry['path']}")
+        origin = f"{entry['module']}.{entry['class']}"
+        try:
+            data = render(toolkit_schemas(texts, entry["module"], entry["class"]))
+        except ToolSchemaError as exc:
+            raise PullError(f"cannot build {entry['path']} from {origin}: {exc}") from exc
+        if sha256_hex(data) != entry["sha256"]:
+            raise ChecksumError(
+                f"{entry['path']} (built from upstream {origin})",
+                entry["sha256"],
+                sha256_hex(data),
+            )
+        built[entry["path"]] = data
+    return built
 
 
 def pull_tau3(
@@ -118,11 +143,18 @@ def pull_tau3(
     http = client or httpx.Client(
         timeout=TIMEOUT, follow_redirects=True, headers={"User-Agent": "tau-adapters"}
     )
-    total = sum(int(e.get("size") or 0) for e in manifest.files)
+    prompt_sources = {e["upstream_path"]: e.get("source_size") for e in manifest.prompts}
+    total = sum(
+        int(size or 0)
+        for size in (
+            *(e.get("size") for e in (*manifest.files, *manifest.tool_sources)),
+            *prompt_sources.values(),
+        )
+    )
     specs = {p.name: p for p in PROMPTS}
     try:
-        with _staging_dir(dest) as staging:
-            with _Progress(progress, total, f"τ³ data {manifest.commit[:12]}") as bar:
+        with staging_dir(dest) as staging:
+            with Progress(progress, total, f"τ³ data {manifest.commit[:12]}") as bar:
                 for entry in manifest.files:
                     data = _fetch(
                         http,
@@ -164,12 +196,22 @@ def pull_tau3(
                     target = staging / entry["path"]
                     target.parent.mkdir(parents=True, exist_ok=True)
                     target.write_bytes(data)
+                toolkit_sources = {
+                    e["upstream_path"]: _fetch(
+                        http, manifest, e["upstream_path"], e["sha256"], e.get("size"), bar
+                    )
+                    for e in manifest.tool_sources
+                }
+            for path, data in build_tool_schemas(manifest, toolkit_sources).items():
+                target = staging / path
+                target.parent.mkdir(parents=True, exist_ok=True)
+                target.write_bytes(data)
             for check in verify_tau3_files(staging, manifest):
                 if not check.ok:
                     raise ChecksumError(
                         f"{check.path} (as written)", check.expected, check.actual or "missing"
                     )
-            _install(staging, dest)
+            install(staging, dest)
     finally:
         if own:
             http.close()

@@ -32,6 +32,7 @@ from tau_adapters.conversation import DEFAULT_MAX_STEPS, Conversation
 from tau_adapters.protocol import ToolCall, UserOutput, UserReply, UserSimulator
 from tau_bench.episode import bind_user, score_episode
 from tau_bench.gym.actions import parse_action
+from tau_bench.gym.pool import Ref, domain_list, label, parse_ref
 from tau_bench.gym.spaces import MAX_TEXT_LENGTH, ConversationText
 from tau_bench.suites import Domain, EpisodeEnv, load_domain
 from tau_bench.tasks import Task
@@ -69,12 +70,14 @@ class _Episode:
 class TauBenchEnv(gymnasium.Env[str, Any]):
     """See the module docstring; `docs/training.md` has a rollout loop.
 
-    Arguments: `domain` (retail, airline), `split` (test; retail also train, dev),
+    Arguments: `domain` (retail, airline, tau3/...; several as "a,b" or a list: resets
+    draw from all, task ids are then "domain/N"), `split` (test; retail also train, dev),
     `user_strategy` (llm, react, verify, reflection, scripted...), `user_model` or a
     rotation `user_models=[...]` (reset number n uses `user_models[n % len]`),
     `user_provider`, `user_api_base`, `user_temperature`, `user_top_p`, `user_options`
     (more `build_user` options), `max_turns` (agent actions per episode), `task_ids`
-    (the tasks a reset without `task_id` draws from; default all of the split),
+    (the tasks a reset without `task_id` draws from, "domain/N" with several domains;
+    default all of the split),
     `data_dir` (default `$TAU_BENCH_DATA`), `render_mode` ("ansi" or None),
     `judge_model` (τ³ domains: the NL-assertion judge, `assume-met` offline).
     """
@@ -83,7 +86,7 @@ class TauBenchEnv(gymnasium.Env[str, Any]):
 
     def __init__(
         self,
-        domain: str = "retail",
+        domain: str | list[str] = "retail",
         split: str = "test",
         user_strategy: str = "llm",
         user_model: str = "gpt-4o",
@@ -94,7 +97,7 @@ class TauBenchEnv(gymnasium.Env[str, Any]):
         user_top_p: float | None = None,
         user_options: dict[str, Any] | None = None,
         max_turns: int = DEFAULT_MAX_STEPS,
-        task_ids: list[int] | None = None,
+        task_ids: list[int | str] | None = None,
         data_dir: str | None = None,
         render_mode: str | None = None,
         judge_model: str | None = None,
@@ -109,9 +112,16 @@ class TauBenchEnv(gymnasium.Env[str, Any]):
             raise ValueError(f"unknown render mode {render_mode!r} (available: ansi)")
         self.data_dir = data_dir
         self.judge_model = judge_model
-        self.domain_name = domain
+        self.domain_names = domain_list(domain)
+        self.domain_name = self.domain_names[0]
+        self.mixed = len(self.domain_names) > 1
         self.split = split
-        load_domain(domain, data_dir).tasks(split)  # fail fast on a bad domain or split
+        for name in self.domain_names:  # fail fast on a bad domain or split
+            load_domain(name, data_dir).tasks(split)
+        only = None if self.mixed else self.domain_name
+        self.task_ids: list[Ref] | None = (
+            [parse_ref(t, self.domain_names, only) for t in task_ids] if task_ids else None
+        )
         self.user_strategy = user_strategy
         self.user_models = list(user_models) if user_models else [user_model]
         self.user_provider = user_provider
@@ -120,7 +130,6 @@ class TauBenchEnv(gymnasium.Env[str, Any]):
         self.user_top_p = user_top_p
         self.user_options = dict(user_options or {})
         self.max_turns = max_turns
-        self.task_ids = list(task_ids) if task_ids else None
         self.render_mode = render_mode
         self.observation_space = ConversationText()
         self.action_space = ConversationText()
@@ -191,21 +200,12 @@ class TauBenchEnv(gymnasium.Env[str, Any]):
                 f"unknown reset option(s) {', '.join(unknown)} "
                 f"(available: {', '.join(sorted(RESET_OPTIONS))})"
             )
-        domain_name = str(opts.get("domain") or self.domain_name)
-        task_id = opts.get("task_id")
-        if isinstance(task_id, str) and "/" in task_id:
-            domain_name, _, index = task_id.partition("/")
-            task_id = int(index)
         split = str(opts.get("split") or self.split)
+        domain_name, task_id = self._pick(opts, split)
         domain = load_domain(domain_name, self.data_dir)
         if self.judge_model is not None and hasattr(domain, "for_run"):
             domain = domain.for_run(self)  # τ³: the NL judge of this gym
         tasks = domain.tasks(split)
-        if task_id is None:
-            same = domain_name == self.domain_name and split == self.split
-            pool = self.task_ids if self.task_ids and same else range(len(tasks))
-            task_id = list(pool)[int(self.np_random.integers(len(pool)))]
-        task_id = int(task_id)
         if not 0 <= task_id < len(tasks):
             raise ValueError(
                 f"task id {task_id} out of range for {domain_name} {split} (valid: 0-{len(tasks) - 1})"
@@ -233,7 +233,7 @@ class TauBenchEnv(gymnasium.Env[str, Any]):
         first = await _user_words(episode, user.start(task.instruction))
         episode.conversation.user_said(first)
         info = {
-            "task_id": task_id,
+            "task_id": label((domain_name, task_id), self.mixed),
             "domain": domain.name,
             "split": split,
             "tools": copy.deepcopy(domain.tool_schemas),
@@ -254,6 +254,22 @@ class TauBenchEnv(gymnasium.Env[str, Any]):
         if isinstance(parsed, ToolCall):
             return self._tool_step(episode, parsed)
         return await self._message_step(episode, parsed)
+
+    def _pick(self, opts: dict[str, Any], split: str) -> Ref:
+        """The (domain, index) a reset plays: the `task_id` option, else a draw from
+        `task_ids` (same split) or from every task of the wanted domain(s)."""
+        wanted = [str(opts["domain"])] if opts.get("domain") else self.domain_names
+        default = wanted[0] if len(wanted) == 1 else None
+        if opts.get("task_id") is not None:
+            return parse_ref(opts["task_id"], wanted, default)
+        pool = [r for r in self.task_ids or [] if r[0] in wanted] if split == self.split else []
+        if not pool:
+            pool = [
+                (name, i)
+                for name in wanted
+                for i in range(len(load_domain(name, self.data_dir).tasks(split)))
+            ]
+        return pool[int(self.np_random.integers(len(pool)))]
 
     # -- steps ----------------------------------------------------------------------------
 

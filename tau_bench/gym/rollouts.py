@@ -24,7 +24,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from tau_bench.config import RunConfig, build_config
-from tau_bench.results import EpisodeRecord
+from tau_bench.records import EpisodeRecord
 from tau_bench.runner import Runner, prepare_run
 
 

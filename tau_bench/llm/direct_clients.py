@@ -11,6 +11,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import functools
+import os
 import weakref
 from typing import Any
 
@@ -26,9 +27,17 @@ def _tls_context() -> Any:
     return httpx.create_ssl_context()
 
 
+TRANSPORT_ENV = "TAU_LLM_DIRECT_TRANSPORT"
+"""`httpx`: direct clients on httpx's own transport even when aiohttp's is installed
+(tests that mock httpx with respx set it)."""
+
+
 def aiohttp_transport() -> bool:
-    """Whether the openai client's aiohttp transport is installed (`httpx-aiohttp`, the
-    SDK's `openai[aiohttp]`): it spends a fraction of httpcore's CPU per request."""
+    """Whether direct clients use the openai client's aiohttp transport (`httpx-aiohttp`,
+    the SDK's `openai[aiohttp]`, when installed): it spends a fraction of httpcore's CPU
+    per request."""
+    if os.environ.get(TRANSPORT_ENV, "").strip().lower() == "httpx":
+        return False
     try:
         import httpx_aiohttp  # noqa: F401
     except ImportError:

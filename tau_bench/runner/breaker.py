@@ -15,7 +15,7 @@ from __future__ import annotations
 from typing import Any
 
 from tau_bench.error_classes import AGENT_UNAVAILABLE, HARNESS, classify
-from tau_bench.results import EpisodeRecord
+from tau_bench.records import EpisodeRecord
 
 DEFAULT_THRESHOLD = 5
 

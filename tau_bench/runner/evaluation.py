@@ -11,7 +11,8 @@ from typing import Any
 from tau_bench.analysis.variance import decompose_groups
 from tau_bench.config import EvalConfig, RunConfigError
 from tau_bench.metrics import eval_metrics
-from tau_bench.results import now_iso, write_json_atomic
+from tau_bench.records import now_iso
+from tau_bench.results import write_json_atomic
 from tau_bench.runner.core import Runner, RunObserver, RunOutcome
 from tau_bench.runner.plan import RunPlan, prepare_run
 

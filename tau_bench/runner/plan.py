@@ -15,7 +15,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from tau_bench.config import RunConfig, RunConfigError, fingerprint_differences
-from tau_bench.results import EpisodeRecord, LogFileError, read_log, run_file_stem
+from tau_bench.records import EpisodeRecord
+from tau_bench.results import run_file_stem
+from tau_bench.results_log import LogFileError, read_log
 from tau_bench.suites import Domain, Task, load_domain
 
 TaskId = int | str  # an index into the split; "domain/index" in multi-domain runs

@@ -13,7 +13,8 @@ import json
 from collections.abc import Iterable
 from pathlib import Path
 
-from tau_bench.results import EpisodeRecord, LogFileError, read_log
+from tau_bench.records import EpisodeRecord
+from tau_bench.results_log import LogFileError, read_log
 from tau_bench.task_ids import sort_key
 
 

@@ -24,7 +24,7 @@ from typing import Any
 from tau_adapters.redaction import secret_values
 from tau_bench.config import RunConfig
 from tau_bench.metrics import summarize
-from tau_bench.results import EpisodeRecord, is_success, now_iso
+from tau_bench.records import EpisodeRecord, is_success, now_iso
 from tau_bench.service.settings import ServiceSettings
 from tau_bench.service.store import (
     CANCELLED,

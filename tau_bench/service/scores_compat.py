@@ -12,7 +12,7 @@ from collections import Counter
 from collections.abc import Iterable, Sequence
 from functools import cache
 
-from tau_bench.results import EpisodeRecord
+from tau_bench.records import EpisodeRecord
 
 
 @cache

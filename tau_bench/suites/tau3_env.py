@@ -22,6 +22,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from tau_adapters.protocol import ToolOutput
+from tau_bench.suites.tau3_trajectory import LoggedCall, rebuild
 from tau_bench.tau3.environment import Environment
 from tau_bench.tau3.evaluator import Evaluation, evaluate
 from tau_bench.tau3.judge import JudgeError, NLCheck
@@ -197,7 +198,8 @@ class Tau3Env:
             )
         start = list(self.history) or [Message(role="assistant", content=GREETING)]
         self.trajectory: list[Message] = start
-        self._log: list[tuple[ToolCall, Message]] = []
+        self._log: list[LoggedCall] = []
+        self._agent_texts = 0  # `respond` calls so far: where a logged call happened
         self.errors = 0
         self.stop_reason = ""
         self._nl_checks: list[NLCheck] | None = None
@@ -228,7 +230,7 @@ class Tau3Env:
             )
         else:
             result = self.env.get_response(call).to_message()
-        self._log.append((call, result))
+        self._log.append(LoggedCall(call, result, self._agent_texts))
         self.errors += bool(result.error)
         role = "user" if requestor == "user" else "assistant"
         self.trajectory.append(Message(role=role, content=None, tool_calls=[call]))
@@ -240,6 +242,7 @@ class Tau3Env:
         return _UserExecutor(self)
 
     def respond(self, content: str) -> None:
+        self._agent_texts += 1
         if content and content.strip():
             self.trajectory.append(Message(role="assistant", content=content))
 
@@ -257,40 +260,9 @@ class Tau3Env:
             self.trajectory = self._from_conversation(messages)
 
     def _from_conversation(self, messages: list[dict[str, Any]]) -> list[Message]:
-        out = list(self.history) or [Message(role="assistant", content=GREETING)]
-        log = iter(self._log)
-        pending: dict[str, Message] = {}
-        for m in messages:
-            role = m.get("role")
-            text = m.get("content")
-            if role == "system":
-                continue
-            if role in ("assistant", "user") and m.get("tool_calls"):
-                calls = []
-                for raw in m["tool_calls"]:
-                    entry = next(log, None)
-                    if entry is None:
-                        break
-                    call, result = entry
-                    call = ToolCall(
-                        str(raw.get("id") or call.id), call.name, call.arguments, call.requestor
-                    )
-                    calls.append(call)
-                    pending[call.id] = Message(
-                        role="tool",
-                        content=result.content,
-                        id=call.id,
-                        requestor=call.requestor,
-                        error=result.error,
-                    )
-                out.append(Message(role=str(role), content=text or None, tool_calls=calls or None))
-            elif role == "tool":
-                tool_message = pending.pop(str(m.get("tool_call_id")), None)
-                if tool_message is not None:
-                    out.append(tool_message)
-            elif role in ("assistant", "user") and text is not None:
-                out.append(Message(role=str(role), content=str(text)))
-        return out
+        """Every call in its place, server-side ones too (`tau3_trajectory`)."""
+        start = list(self.history) or [Message(role="assistant", content=GREETING)]
+        return rebuild(start, self._log, messages)
 
     @property
     def termination(self) -> str:

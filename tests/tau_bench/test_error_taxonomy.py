@@ -19,7 +19,7 @@ import yaml
 from fastapi import FastAPI, Request
 
 from tau_bench.error_classes import AGENT_FAILURE, AGENT_UNAVAILABLE, HARNESS, classify
-from tau_bench.results import read_log
+from tau_bench.results_log import read_log
 from tau_bench.toolserver import BackgroundServer
 
 from ..conftest import DATA_DIR

@@ -14,7 +14,7 @@ from typer.testing import CliRunner
 from tau_bench.cli.app import app
 from tau_bench.config import RunConfigError, default_ks, eval_config_from_mapping
 from tau_bench.metrics import eval_metrics, pass_at_k, pass_hat_k
-from tau_bench.results import EpisodeRecord
+from tau_bench.records import EpisodeRecord
 from tau_bench.users.prompts import GREETING
 from tests.conftest import DATA_DIR
 from tests.tau_bench.agents.fake_llm import (

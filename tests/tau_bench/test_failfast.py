@@ -25,7 +25,7 @@ from tau_adapters.protocol import AdapterConfigError, SessionContext
 from tau_adapters.registry import SimpleProvider
 from tau_bench.agents.oracle import OracleAgent
 from tau_bench.config import RunConfig
-from tau_bench.results import read_log
+from tau_bench.results_log import read_log
 from tau_bench.runner import Runner, prepare_run
 from tau_bench.runner.preflight import PreflightError
 from tests.conftest import DATA_DIR
@@ -125,7 +125,7 @@ async def test_the_breaker_stops_scheduling_after_n_failures_of_one_kind(
 
 
 async def test_scattered_failures_never_trip_the_breaker(tmp_path: Path) -> None:
-    from tau_bench.results import EpisodeRecord
+    from tau_bench.records import EpisodeRecord
     from tau_bench.runner.breaker import CircuitBreaker
 
     def record(error: dict[str, Any] | None) -> EpisodeRecord:

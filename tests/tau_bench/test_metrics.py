@@ -11,7 +11,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from tau_bench.metrics import pass_hat_k, pass_hat_ks, percentile, success_counts, summarize
-from tau_bench.results import EpisodeRecord
+from tau_bench.records import EpisodeRecord
 
 
 def rec(task: int, trial: int, reward: float | None, **kw) -> EpisodeRecord:

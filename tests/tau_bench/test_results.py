@@ -8,16 +8,9 @@ from datetime import datetime
 
 import pytest
 
-from tau_bench.results import (
-    EpisodeRecord,
-    LogFileError,
-    ResultsLog,
-    read_log,
-    run_file_stem,
-    tau_bench_entry,
-    tau_bench_results,
-    write_json_atomic,
-)
+from tau_bench.records import EpisodeRecord
+from tau_bench.results import run_file_stem, tau_bench_entry, tau_bench_results, write_json_atomic
+from tau_bench.results_log import LogFileError, ResultsLog, read_log
 from tests.conftest import DATA_DIR
 
 HISTORICAL = DATA_DIR / "historical_trajectories" / "gpt-4o-airline.json"

@@ -14,7 +14,7 @@ from tau_adapters.protocol import AdapterError, AgentTurn, SessionContext, ToolC
 from tau_adapters.registry import SimpleProvider
 from tau_bench.agents.oracle import OracleAgent
 from tau_bench.config import RunConfig, RunConfigError, episode_seed
-from tau_bench.results import read_log
+from tau_bench.results_log import read_log
 from tau_bench.runner import Runner, prepare_run
 from tau_bench.users.prompts import GREETING
 from tests.conftest import DATA_DIR

@@ -12,6 +12,7 @@ import asyncio
 import json
 import os
 import signal
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -26,7 +27,8 @@ from tau_bench.benchmarks.runner.replies import respond as scripted_model
 from tau_bench.cli import run_cmd
 from tau_bench.config import RunConfig, load_yaml
 from tau_bench.fakes.openai_server import ChatReply, ChatRequest, OpenAIServer
-from tau_bench.results import EpisodeRecord, read_log
+from tau_bench.records import EpisodeRecord
+from tau_bench.results_log import read_log
 from tau_bench.runner import Runner, RunOutcome, prepare_run, worker_config
 from tests.conftest import DATA_DIR
 
@@ -312,4 +314,32 @@ def test_in_process_strategy_with_workers_fails_fast(tmp_path):
     assert result.exit_code == 2, result.output
     assert "registered in this process only" in result.output
     assert "workers=1" in result.output
+    assert list(tmp_path.iterdir()) == []  # nothing written
+
+
+def test_without_the_ray_extra_the_backend_is_one_line(monkeypatch, tmp_path):
+    monkeypatch.setitem(sys.modules, "ray", None)  # as if not installed
+    result = CliRunner().invoke(
+        run_cmd.standalone_app(),
+        [
+            "--env",
+            "airline",
+            "--agent-strategy",
+            "oracle",
+            "--user-strategy",
+            "scripted",
+            "--task-ids",
+            "13",
+            "--backend",
+            "ray",
+            "--log-dir",
+            str(tmp_path),
+            "--data-dir",
+            str(DATA_DIR),
+        ],
+    )
+    assert result.exit_code == 2, result.output
+    lines = [line for line in result.output.splitlines() if line.strip()]
+    assert len(lines) == 1 and "pip install 'tau-adapters[ray]'" in lines[0]
+    assert "Traceback" not in result.output
     assert list(tmp_path.iterdir()) == []  # nothing written

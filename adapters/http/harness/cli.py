@@ -69,7 +69,8 @@ def check(
 ) -> None:
     """Validate a bot config (with the current environment) and summarise it; `--probe`
     sends one real message and shows how the reply was read."""
-    from adapters.http.config import ConfigError, load_config
+    from adapters.http.config import ConfigError
+    from adapters.http.config_load import load_config
 
     try:
         loaded = load_config(config)

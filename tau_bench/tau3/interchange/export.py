@@ -19,7 +19,8 @@ from datetime import datetime, timedelta
 from pathlib import Path
 from typing import Any
 
-from tau_bench.results import EpisodeRecord, write_json_atomic
+from tau_bench.records import EpisodeRecord
+from tau_bench.results import write_json_atomic
 from tau_bench.tau3.domain import LoadedDomain
 from tau_bench.tau3.environment import Environment
 from tau_bench.tau3.interchange.schema import TERMINATION_REASONS, Results

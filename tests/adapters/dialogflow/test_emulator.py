@@ -10,11 +10,12 @@ import pytest
 from google.api_core import exceptions as gexc
 from google.cloud import dialogflowcx_v3beta1 as cx
 
-from adapters.dialogflow.adapter import NOT_EXECUTED, DialogflowProvider
+from adapters.dialogflow.adapter import DialogflowProvider
 from adapters.dialogflow.clients import make_client
 from adapters.dialogflow.config import load_config
 from adapters.dialogflow.harness.emulator import Emulator
 from adapters.dialogflow.harness.emulator.faults import FaultPlan, FaultSpecError
+from adapters.dialogflow.queries import NOT_EXECUTED
 from tau_adapters.protocol import (
     AdapterError,
     AgentInput,

@@ -9,10 +9,10 @@ from pathlib import Path
 
 import pytest
 
-from adapters.dialogflow.adapter import SESSION_MARKER, split_sentences
 from adapters.dialogflow.clients import load_credentials
 from adapters.dialogflow.config import load_config
 from adapters.dialogflow.harness.emulator import Emulator
+from adapters.dialogflow.queries import SESSION_MARKER, split_sentences
 from tau_adapters.protocol import (
     AdapterAuthError,
     AdapterTimeoutError,

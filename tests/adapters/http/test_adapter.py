@@ -14,7 +14,7 @@ import respx
 import yaml
 
 from adapters.http.adapter import HttpConfigError, HttpProvider, build
-from adapters.http.config import load_config
+from adapters.http.config_load import load_config
 from tau_adapters.protocol import (
     AdapterConfigError,
     SessionContext,

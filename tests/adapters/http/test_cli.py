@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
-from adapters.http.config import load_config
+from adapters.http.config_load import load_config
 from adapters.http.harness import cli
 from tau_bench.cli import tools_cmd as tools_cli
 from tau_bench.cli.errors import UserError

@@ -6,7 +6,8 @@ from pathlib import Path
 import pytest
 import yaml
 
-from adapters.http.config import ConfigError, load_config
+from adapters.http.config import ConfigError
+from adapters.http.config_load import load_config
 from adapters.http.presets import PRESETS, load_preset
 
 MINIMAL = {

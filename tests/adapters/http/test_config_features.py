@@ -19,7 +19,8 @@ from fastapi import FastAPI, Request
 from fastapi.responses import StreamingResponse
 
 from adapters.http.adapter import HttpProvider
-from adapters.http.config import ConfigError, load_config
+from adapters.http.config import ConfigError
+from adapters.http.config_load import load_config
 from adapters.http.templates import render
 from tau_bench.episode import run_task
 from tau_bench.users.scripted import ScriptedUser

@@ -14,7 +14,7 @@ from typing import Any
 import pytest
 
 from adapters.http.adapter import HttpProvider
-from adapters.http.config import load_config
+from adapters.http.config_load import load_config
 from tau_bench.agents.oracle import outputs_message
 from tau_bench.domains import Domain
 from tau_bench.episode import ScoredEpisode, run_task

@@ -19,7 +19,8 @@ from fastapi import FastAPI, Request
 from fastapi.responses import JSONResponse
 
 from adapters.http.adapter import HttpProvider
-from adapters.http.config import RetryConfig, load_config
+from adapters.http.config import RetryConfig
+from adapters.http.config_load import load_config
 from tau_bench.episode import run_task, session_for
 from tau_bench.users.scripted import ScriptedUser
 

@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 
 from adapters.http.adapter import HttpProvider
-from adapters.http.config import load_config
+from adapters.http.config_load import load_config
 from tau_adapters.loop import EpisodeResult
 from tau_adapters.protocol import AdapterError, AdapterTimeoutError
 from tau_bench.episode import run_task

@@ -13,7 +13,7 @@ import httpx
 import pytest
 import respx
 
-from adapters.http.config import load_config
+from adapters.http.config_load import load_config
 from adapters.http.sse import read_events
 from adapters.http.transport import HttpTransport, parse_retry_after
 from tau_adapters.protocol import AdapterAuthError, AdapterError, AdapterProtocolError

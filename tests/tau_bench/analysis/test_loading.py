@@ -12,12 +12,10 @@ from tau_bench.analysis.loading import (
     LOG,
     TAU_BENCH,
     ResultsLoadError,
-    guess_env,
     load_run,
     load_runs,
-    parse_run_stem,
-    record_from_tau_bench,
 )
+from tau_bench.analysis.tau_bench_json import guess_env, parse_run_stem, record_from_tau_bench
 from tests.tau_bench.analysis.conftest import HISTORICAL, TASKS, Runs
 
 

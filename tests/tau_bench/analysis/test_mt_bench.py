@@ -8,7 +8,7 @@ from pathlib import Path
 
 from tau_bench.analysis.loading import load_run
 from tau_bench.analysis.mt_bench import action_text, safe_name, write_mt_bench
-from tau_bench.results import EpisodeRecord
+from tau_bench.records import EpisodeRecord
 from tests.tau_bench.analysis.conftest import HISTORICAL, Runs
 
 WHEN = datetime(2025, 3, 4, 5, 6, 7)

@@ -24,7 +24,7 @@ from tau_bench.analysis.rescore import rescore_run
 from tau_bench.analysis.tables import matrix_table, runs_table
 from tau_bench.cli.app import app
 from tau_bench.domains import load_domain
-from tau_bench.results import read_log
+from tau_bench.results_log import read_log
 from tests.conftest import DATA_DIR
 from tests.tau_bench.analysis.conftest import ROTATION, MultiRuns, Runs
 from tests.tau_bench.analysis.test_report import _browse

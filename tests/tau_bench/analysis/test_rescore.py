@@ -12,7 +12,8 @@ import pytest
 from tau_bench.analysis.loading import LOG, TAU_BENCH, Run, load_run
 from tau_bench.analysis.rescore import RescoreError, rescore_run, write_rescored
 from tau_bench.domains import Domain, load_domain
-from tau_bench.results import EpisodeRecord, read_log
+from tau_bench.records import EpisodeRecord
+from tau_bench.results_log import read_log
 from tests.conftest import DATA_DIR
 from tests.tau_bench.analysis.conftest import HISTORICAL, Runs
 

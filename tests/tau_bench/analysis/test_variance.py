@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from tau_bench.analysis.variance import decompose, decompose_groups, trials_needed
-from tau_bench.results import EpisodeRecord
+from tau_bench.records import EpisodeRecord
 
 
 def rec(model: str, task: int, trial: int, reward: float) -> EpisodeRecord:

@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 
 from tau_bench.analysis.reasons import db_diff_summary, failure_reason
-from tau_bench.results import EpisodeRecord
+from tau_bench.records import EpisodeRecord
 from tests.tau_bench.analysis.conftest import Runs
 
 TAU = Path(sys.executable).parent / "tau"

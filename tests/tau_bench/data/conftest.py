@@ -9,8 +9,8 @@ import httpx
 import pytest
 import respx
 
-from tau_bench.data import pull as pull_module
-from tau_bench.data.pull import PinnedTable, load_pinned
+from tau_bench.data import download as download_module
+from tau_bench.data.pinned import PinnedTable, load_pinned
 from tests.conftest import DATA_DIR
 from tests.tau_bench.data.fake_upstream import table_for, upstream_files
 
@@ -66,4 +66,4 @@ def upstream(fake_files: dict[str, bytes], real_table: PinnedTable) -> Iterator[
 
 @pytest.fixture(autouse=True)
 def _no_retry_pause(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(pull_module, "RETRY_DELAYS", (0.0, 0.0, 0.0))
+    monkeypatch.setattr(download_module, "RETRY_DELAYS", (0.0, 0.0, 0.0))

@@ -14,7 +14,7 @@ import json
 from pathlib import Path, PurePosixPath
 from typing import Any
 
-from tau_bench.data.pull import PinnedFile, PinnedTable, Source
+from tau_bench.data.pinned import PinnedFile, PinnedTable, Source
 
 
 def tasks_source(tasks: list[dict[str, Any]], variable: str) -> str:

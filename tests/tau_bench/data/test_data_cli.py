@@ -9,7 +9,7 @@ import pytest
 from typer.testing import CliRunner
 
 from tau_bench.cli.app import app
-from tau_bench.data import pull as pull_module
+from tau_bench.data import pinned as pinned_module
 from tau_bench.data.paths import missing_files
 from tests.conftest import DATA_DIR
 
@@ -83,7 +83,7 @@ def test_verify_reports_mismatch_and_missing(tmp_path, real_table):
 @pytest.fixture
 def cli_table(monkeypatch, fake_table):
     """The CLI loads the shipped table; point it at the test table (generated .py hashes)."""
-    monkeypatch.setattr(pull_module, "load_pinned", lambda: fake_table)
+    monkeypatch.setattr(pinned_module, "load_pinned", lambda: fake_table)
     return fake_table
 
 

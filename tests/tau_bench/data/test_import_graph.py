@@ -40,9 +40,8 @@ def test_no_module_of_the_data_package_is_in_an_import_cycle() -> None:
 
 
 def test_data_dir_error_keeps_its_old_import_path() -> None:
-    from tau_bench.data.errors import DataDirError
+    from tau_bench.data.errors import DataDirError, PullError
     from tau_bench.data.paths import DataDirError as from_paths
-    from tau_bench.data.pull import PullError
 
     assert from_paths is DataDirError
     assert issubclass(PullError, DataDirError)

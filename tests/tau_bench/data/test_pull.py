@@ -12,17 +12,11 @@ import pytest
 import respx
 
 from tau_bench.data import pull as pull_module
+from tau_bench.data.download import raw_url
+from tau_bench.data.errors import ChecksumError, PullError
 from tau_bench.data.paths import DataDirError, missing_files, resolve_data_dir
-from tau_bench.data.pull import (
-    ChecksumError,
-    PinnedTable,
-    PullError,
-    Source,
-    load_pinned,
-    pull_dataset,
-    raw_url,
-    verify_files,
-)
+from tau_bench.data.pinned import PinnedTable, Source, load_pinned, verify_files
+from tau_bench.data.pull import pull_dataset
 from tau_bench.data.upstream import PINNED_COMMIT, UPSTREAM_REPO
 from tests.conftest import DATA_DIR
 from tests.tau_bench.data.conftest import RAW_PATTERN, FakeUpstream

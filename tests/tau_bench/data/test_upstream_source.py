@@ -10,7 +10,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from tau_bench.data.pull import load_pinned
+from tau_bench.data.pinned import load_pinned
 from tau_bench.data.upstream_source import (
     UpstreamSourceError,
     read_rules,

@@ -25,6 +25,7 @@ from tau_bench.llm import (
     set_llm_path,
 )
 from tau_bench.llm.direct import is_exact, use_direct
+from tau_bench.llm.direct_clients import TRANSPORT_ENV, aiohttp_transport
 from tau_bench.llm.retry import RetryPolicy
 from tau_bench.runner import Runner, prepare_run
 from tests.conftest import DATA_DIR
@@ -66,9 +67,12 @@ async def _no_sleep(seconds: float) -> None:
 POLICY = RetryPolicy(max_attempts=3, initial_wait=0.0, jitter=0.0, sleep=_no_sleep)
 
 
-@pytest.fixture(autouse=True)
-def auto_path() -> Iterator[None]:
-    yield
+@pytest.fixture(autouse=True, params=["aiohttp", "httpx"])
+def transport(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> Iterator[str]:
+    """Every test on both transports of the direct clients (aiohttp when installed)."""
+    monkeypatch.setenv(TRANSPORT_ENV, request.param)
+    assert aiohttp_transport() is (request.param == "aiohttp")
+    yield request.param
     set_llm_path("auto")
 
 

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from tau_bench.analysis.clean_subset import clean_subset, summary_section
-from tau_bench.results import EpisodeRecord
+from tau_bench.records import EpisodeRecord
 from tests.tau_bench.tau3.tau3_runs import oracle_run, tau
 
 

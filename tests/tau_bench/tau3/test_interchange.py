@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from tau_bench.results import read_log
+from tau_bench.results_log import read_log
 from tau_bench.tau3.interchange.schema import Results
 from tests.tau_bench.tau3.tau3_runs import oracle_run, tau
 

@@ -2,26 +2,27 @@
 
 Serves Sessions (DetectIntent, ServerStreamingDetectIntent, StreamingDetectIntent),
 Tools (List/Get/Create/Update/Delete), Playbooks (List/Get/Create/Update/Delete) and
-Agents (Get/Update: the start playbook) over plain-text gRPC. The package ships no servicer stubs, so methods
-are registered with `grpc.method_handlers_generic_handler` using the proto-plus types'
-serialize/deserialize. Sessions are keyed by their full path and expire when idle
-(30 minutes, or the request's `session_ttl`).
+Agents (Get/Update: the start playbook) over plain-text gRPC. This module is the session
+side (DetectIntent against the brain); the method tables are in `services`, the status
+plumbing in `rpc`. Sessions are keyed by their full path and expire when idle (30 minutes,
+or the request's `session_ttl`).
 """
 
 from __future__ import annotations
 
-import asyncio
 import os
 import time
 import uuid
 from collections import Counter
-from collections.abc import AsyncIterator, Callable, Mapping
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
 import grpc
 
-from adapters.dialogflow.harness.emulator.faults import Fault, FaultPlan
+from adapters.dialogflow.harness.emulator.faults import FaultPlan
+from adapters.dialogflow.harness.emulator.rpc import RpcFailure, parse_session_path
+from adapters.dialogflow.harness.emulator.services import Services
 from adapters.dialogflow.harness.emulator.sessions import (
     EmulatedSession,
     SessionError,
@@ -30,63 +31,14 @@ from adapters.dialogflow.harness.emulator.sessions import (
     context_for,
     turn_messages,
 )
-from adapters.dialogflow.harness.emulator.store import Store, StoreError
+from adapters.dialogflow.harness.emulator.store import Store
 from adapters.dialogflow.structs import struct_to_python
 from tau_adapters.protocol import AdapterConfigError, AgentTurn
 from tau_adapters.registry import AgentProvider, build_provider
 
-PACKAGE = "google.cloud.dialogflow.cx.v3beta1"
 FAULTS_ENV = "TAU_DF_EMULATOR_FAULTS"
 DEFAULT_IDLE = 1800.0
 MAX_TTL = 86400.0
-_SESSION_PARTS = 8  # projects/P/locations/L/agents/A/sessions/S
-
-
-class RpcFailure(Exception):
-    """End the current call with `code` (a grpc.StatusCode name) and `message`."""
-
-    def __init__(self, code: str, message: str, retry_delay: float | None = None) -> None:
-        super().__init__(message)
-        self.code = code
-        self.retry_delay = retry_delay
-
-
-def _status_details(code: grpc.StatusCode, message: str, retry_delay: float | None) -> bytes:
-    """A serialized google.rpc.Status carrying a RetryInfo (the `-bin` trailer)."""
-    from google.protobuf import any_pb2, duration_pb2
-    from google.rpc import error_details_pb2, status_pb2
-
-    status = status_pb2.Status(code=code.value[0], message=message)
-    if retry_delay is not None:
-        seconds = int(retry_delay)
-        info = error_details_pb2.RetryInfo(
-            retry_delay=duration_pb2.Duration(
-                seconds=seconds, nanos=round((retry_delay - seconds) * 1e9)
-            )
-        )
-        detail = any_pb2.Any()
-        detail.Pack(info)
-        status.details.append(detail)
-    return bytes(status.SerializeToString())
-
-
-def parse_session_path(path: str) -> tuple[str, str]:
-    """(agent name, session id) of `…/agents/A[/environments/E]/sessions/S`."""
-    parts = (path or "").split("/")
-    if len(parts) == _SESSION_PARTS + 2 and parts[6] == "environments":
-        parts = parts[:6] + parts[8:]
-    if (
-        len(parts) != _SESSION_PARTS
-        or parts[0] != "projects"
-        or parts[2] != "locations"
-        or parts[4] != "agents"
-        or parts[6] != "sessions"
-        or not all(parts)
-    ):
-        raise RpcFailure("INVALID_ARGUMENT", f"malformed session name {path!r}")
-    if len(parts[7]) > 36:
-        raise RpcFailure("INVALID_ARGUMENT", "session id must be at most 36 characters")
-    return "/".join(parts[:6]), parts[7]
 
 
 class Emulator:
@@ -137,7 +89,7 @@ class Emulator:
     # Lifecycle -------------------------------------------------------------------------
     async def start(self, host: str = "127.0.0.1", port: int = 0) -> str:
         server = grpc.aio.server()
-        server.add_generic_rpc_handlers(self._handlers())
+        server.add_generic_rpc_handlers(Services(self).handlers())
         bound = server.add_insecure_port(f"{host}:{port}")
         if not bound:
             raise OSError(f"cannot listen on {host}:{port}")
@@ -274,220 +226,6 @@ class Emulator:
                 "INTERNAL", f"brain {self.brain_name} failed to start: {exc}"
             ) from None
         session.brain = brain
-
-    # gRPC plumbing ---------------------------------------------------------------------
-    async def _guard(self, method: str, context: grpc.aio.ServicerContext) -> None:
-        self.calls[method] += 1
-        fault: Fault | None = self.faults.take(method)
-        if fault is not None:
-            await self._abort(context, fault.code.name, fault.text, fault.retry_delay)
-
-    async def _abort(
-        self,
-        context: grpc.aio.ServicerContext,
-        code_name: str,
-        message: str,
-        retry_delay: float | None = None,
-    ) -> None:
-        code = grpc.StatusCode[code_name]
-        trailer = (("grpc-status-details-bin", _status_details(code, message, retry_delay)),)
-        await context.abort(code, message, trailing_metadata=trailer)
-
-    def _unary(self, method: str, fn: Callable[[Any], Any]) -> Callable[..., Any]:
-        async def handler(request: Any, context: grpc.aio.ServicerContext) -> Any:
-            await self._guard(method, context)
-            try:
-                result = fn(request)
-                if asyncio.iscoroutine(result):
-                    result = await result
-                return result
-            except RpcFailure as exc:
-                await self._abort(context, exc.code, str(exc), exc.retry_delay)
-            except StoreError as exc:
-                await self._abort(context, exc.code, str(exc))
-
-        return handler
-
-    def _handlers(self) -> list[grpc.GenericRpcHandler]:
-        from google.cloud import dialogflowcx_v3beta1 as cx
-        from google.protobuf import empty_pb2
-
-        def unary(method: str, fn: Callable[[Any], Any], req: Any, resp: Any) -> Any:
-            serialize = resp.SerializeToString if resp is empty_pb2.Empty else resp.serialize
-            return grpc.unary_unary_rpc_method_handler(
-                self._unary(method, fn),
-                request_deserializer=req.deserialize,
-                response_serializer=serialize,
-            )
-
-        sessions = {
-            "DetectIntent": unary(
-                "DetectIntent", self.detect_intent, cx.DetectIntentRequest, cx.DetectIntentResponse
-            ),
-            "ServerStreamingDetectIntent": grpc.unary_stream_rpc_method_handler(
-                self._server_streaming,
-                request_deserializer=cx.DetectIntentRequest.deserialize,
-                response_serializer=cx.DetectIntentResponse.serialize,
-            ),
-            "StreamingDetectIntent": grpc.stream_stream_rpc_method_handler(
-                self._streaming,
-                request_deserializer=cx.StreamingDetectIntentRequest.deserialize,
-                response_serializer=cx.StreamingDetectIntentResponse.serialize,
-            ),
-        }
-        tools = {
-            "ListTools": unary(
-                "ListTools", self._list_tools, cx.ListToolsRequest, cx.ListToolsResponse
-            ),
-            "GetTool": unary(
-                "GetTool", lambda r: self.store.get("tool", r.name), cx.GetToolRequest, cx.Tool
-            ),
-            "CreateTool": unary(
-                "CreateTool",
-                lambda r: self.store.create_tool(r.parent, r.tool),
-                cx.CreateToolRequest,
-                cx.Tool,
-            ),
-            "UpdateTool": unary(
-                "UpdateTool",
-                lambda r: self.store.update("tool", r.tool, list(r.update_mask.paths)),
-                cx.UpdateToolRequest,
-                cx.Tool,
-            ),
-            "DeleteTool": unary(
-                "DeleteTool", self._delete("tool"), cx.DeleteToolRequest, empty_pb2.Empty
-            ),
-        }
-        playbooks = {
-            "ListPlaybooks": unary(
-                "ListPlaybooks",
-                self._list_playbooks,
-                cx.ListPlaybooksRequest,
-                cx.ListPlaybooksResponse,
-            ),
-            "GetPlaybook": unary(
-                "GetPlaybook",
-                lambda r: self.store.get("playbook", r.name),
-                cx.GetPlaybookRequest,
-                cx.Playbook,
-            ),
-            "CreatePlaybook": unary(
-                "CreatePlaybook",
-                lambda r: self.store.create_playbook(r.parent, r.playbook),
-                cx.CreatePlaybookRequest,
-                cx.Playbook,
-            ),
-            "UpdatePlaybook": unary(
-                "UpdatePlaybook",
-                lambda r: self.store.update("playbook", r.playbook, list(r.update_mask.paths)),
-                cx.UpdatePlaybookRequest,
-                cx.Playbook,
-            ),
-            "DeletePlaybook": unary(
-                "DeletePlaybook",
-                self._delete("playbook"),
-                cx.DeletePlaybookRequest,
-                empty_pb2.Empty,
-            ),
-        }
-        agents = {
-            "GetAgent": unary(
-                "GetAgent",
-                lambda r: self.store.agent(r.name).message(),
-                cx.GetAgentRequest,
-                cx.Agent,
-            ),
-            "UpdateAgent": unary(
-                "UpdateAgent",
-                lambda r: self.store.update_agent(r.agent, list(r.update_mask.paths)),
-                cx.UpdateAgentRequest,
-                cx.Agent,
-            ),
-        }
-        return [
-            grpc.method_handlers_generic_handler(f"{PACKAGE}.{name}", table)
-            for name, table in (
-                ("Sessions", sessions),
-                ("Tools", tools),
-                ("Playbooks", playbooks),
-                ("Agents", agents),
-            )
-        ]
-
-    def _page_size(self, requested: int) -> int:
-        return min(requested or 100, self.max_page_size)
-
-    def _list_tools(self, request: Any) -> Any:
-        from google.cloud import dialogflowcx_v3beta1 as cx
-
-        items, token = self.store.page(
-            "tool", request.parent, self._page_size(request.page_size), request.page_token
-        )
-        return cx.ListToolsResponse(tools=items, next_page_token=token)
-
-    def _list_playbooks(self, request: Any) -> Any:
-        from google.cloud import dialogflowcx_v3beta1 as cx
-
-        items, token = self.store.page(
-            "playbook", request.parent, self._page_size(request.page_size), request.page_token
-        )
-        return cx.ListPlaybooksResponse(playbooks=items, next_page_token=token)
-
-    def _delete(self, kind: str) -> Callable[[Any], Any]:
-        def delete(request: Any) -> Any:
-            from google.protobuf import empty_pb2
-
-            self.store.delete(kind, request.name)
-            return empty_pb2.Empty()
-
-        return delete
-
-    async def _server_streaming(
-        self, request: Any, context: grpc.aio.ServicerContext
-    ) -> AsyncIterator[Any]:
-        from google.cloud import dialogflowcx_v3beta1 as cx
-
-        await self._guard("ServerStreamingDetectIntent", context)
-        try:
-            response = await self.detect_intent(request)
-        except (RpcFailure, StoreError) as exc:
-            await self._abort(context, exc.code, str(exc), getattr(exc, "retry_delay", None))
-            return
-        response.response_type = cx.DetectIntentResponse.ResponseType.FINAL
-        yield response
-
-    async def _streaming(
-        self, requests: AsyncIterator[Any], context: grpc.aio.ServicerContext
-    ) -> AsyncIterator[Any]:
-        from google.cloud import dialogflowcx_v3beta1 as cx
-
-        await self._guard("StreamingDetectIntent", context)
-        first = None
-        async for item in requests:
-            first = item
-            break
-        if first is None:
-            await self._abort(context, "INVALID_ARGUMENT", "no request received")
-            return
-        kind = type(first.query_input).pb(first.query_input).WhichOneof("input")
-        if kind not in ("text", "tool_call_result"):
-            await self._abort(
-                context, "INVALID_ARGUMENT", f"the emulator does not stream {kind} input"
-            )
-            return
-        request = cx.DetectIntentRequest(
-            session=first.session,
-            query_params=first.query_params,
-            query_input=first.query_input,
-            response_view=first.response_view,
-        )
-        try:
-            response = await self.detect_intent(request)
-        except (RpcFailure, StoreError) as exc:
-            await self._abort(context, exc.code, str(exc), getattr(exc, "retry_delay", None))
-            return
-        response.response_type = cx.DetectIntentResponse.ResponseType.FINAL
-        yield cx.StreamingDetectIntentResponse(detect_intent_response=response)
 
 
 def _trace_of(turn: AgentTurn | None) -> list[Any]:

@@ -113,8 +113,10 @@ async def test_tau3_agent_and_user_prompts(fake_llm: FakeLLM, prompt_root: Path)
     }
     assert "create_task" in agent_req.tools
     user_req = next(r for r in fake_llm.requests if not r.system.startswith("<i>"))
-    guidelines = (prompt_root / "data/tau2/user_simulator/simulation_guidelines.md").read_text()
-    assert user_req.system.startswith(guidelines.replace("<PERSONA_GUIDELINES>", ""))
+    # Mock gives the user tools of its own: the original's guidelines for a user with tools.
+    tools_md = prompt_root / "data/tau2/user_simulator/simulation_guidelines_tools.md"
+    assert user_req.system.startswith(tools_md.read_text().replace("<PERSONA_GUIDELINES>", ""))
+    assert "check_notifications" in user_req.tools and "create_task" not in user_req.tools
     assert "<s>\nPersona:\n\tProfessional" in user_req.system
     assert user_req.messages[0]["content"] == "Hi! How can I help you today?"
 

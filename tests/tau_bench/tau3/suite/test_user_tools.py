@@ -1,6 +1,8 @@
 """The τ³ LLM user with tools of its own (telecom): its model calls the phone's tools
 through real litellm tool calling, the observations come back to it alone, and the agent
-only ever hears what it then says. The fake user model decides from the request it gets.
+only ever hears what it then says. The fake user model is a real OpenAI-compatible server
+on 127.0.0.1 (so either model-call path, litellm or direct, reaches it over a socket); it
+decides from the request it gets.
 """
 
 from __future__ import annotations
@@ -8,8 +10,11 @@ from __future__ import annotations
 import json
 import re
 import subprocess
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
+
+import pytest
 
 from tau_adapters.protocol import AgentInput, AgentTurn, SessionContext, ToolResults, UserTurn
 from tau_bench.agents.oracle import OracleAgent
@@ -49,6 +54,19 @@ def phone_user(request: Request) -> Reply:
     return Reply(text=DONE)
 
 
+@pytest.fixture
+def fake_user_model(llm_env: None) -> Iterator[tuple[FakeLLM, str]]:
+    """The fake model (its brain set by the test) behind a loopback server: (fake, base URL)."""
+    fake = FakeLLM()
+    with OpenAIServer(fake.respond) as server:
+        yield fake, server.base_url
+    assert not fake.failures, f"the fake model's brain failed: {fake.failures}"
+
+
+def tau3_user(root: Path, api_base: str) -> Any:
+    return build_user("tau3", model="openai/gpt-4.1", api_base=api_base, data_dir=str(root))
+
+
 class Recording(OracleAgent):
     """The oracle, keeping everything the loop sends it."""
 
@@ -66,20 +84,23 @@ class Recording(OracleAgent):
 
 
 async def test_llm_user_toggles_its_phone_and_the_agent_hears_only_words(
-    fake_llm: FakeLLM, prompt_root: Path
+    fake_user_model: tuple[FakeLLM, str], prompt_root: Path
 ) -> None:
+    fake_llm, api_base = fake_user_model
     fake_llm.brain = phone_user
     domain: Any = load_domain("tau3/telecom", prompt_root)
     task = domain.tasks()[0]
     assert [a.name for a in task.user_actions] == ["toggle_airplane_mode", "toggle_roaming"]
     agent = Recording()
-    user = build_user("tau3", model="openai/gpt-4.1", data_dir=str(prompt_root))
+    user = tau3_user(prompt_root, api_base)
     episode = await run_task(domain, task, 0, agent, user)
 
     assert episode.result.error is None, episode.result.error
     assert episode.reward is not None and episode.reward.reward == 1.0
     # The user's model got the original's prompt for a user with tools.
-    guidelines = (prompt_root / "data/tau2/user_simulator/simulation_guidelines_tools.md").read_text()
+    guidelines = (
+        prompt_root / "data/tau2/user_simulator/simulation_guidelines_tools.md"
+    ).read_text()
     first = fake_llm.requests[0]
     assert first.system.startswith(guidelines.replace("<PERSONA_GUIDELINES>", ""))
     assert first.messages == [{"role": "user", "content": "Hi! How can I help you today?"}]
@@ -110,12 +131,13 @@ async def test_llm_user_toggles_its_phone_and_the_agent_hears_only_words(
 
 
 async def test_llm_user_without_tools_keeps_the_plain_guidelines(
-    fake_llm: FakeLLM, prompt_root: Path
+    fake_user_model: tuple[FakeLLM, str], prompt_root: Path
 ) -> None:
     """Retail gives the user no tools: no tools offered, the plain guidelines."""
+    fake_llm, api_base = fake_user_model
     fake_llm.brain = lambda request: Reply(text="Bye ###STOP###")
     domain: Any = load_domain("tau3/retail", prompt_root)
-    user = build_user("tau3", model="openai/gpt-4.1", data_dir=str(prompt_root))
+    user = tau3_user(prompt_root, api_base)
     episode = await run_task(domain, domain.tasks()[0], 0, OracleAgent(), user)
     assert episode.result.stop_reason == "user_stop"
     (request,) = fake_llm.requests
@@ -131,18 +153,13 @@ def test_tau_run_telecom_with_the_llm_user_records_both_sides(
     fake = FakeLLM(brain=phone_user)
     with OpenAIServer(fake.respond) as server:
         env = {**ENV, "TAU3_BENCH_DATA": str(prompt_root), "OPENAI_API_KEY": "sk-test"}
-        proc = subprocess.run(
-            [
-                str(TAU), "run", "--env", "tau3/telecom", "--agent-strategy", "oracle",
-                "--user-strategy", "tau3", "--user-model", "openai/fake-user",
-                "--user-api-base", server.base_url, "--task-ids", "0-1",
-                "--log-dir", str(tmp_path), "--quiet",
-            ],  # fmt: skip
-            capture_output=True,
-            text=True,
-            env=env,
-            timeout=300,
-        )
+        command = [
+            str(TAU), "run", "--env", "tau3/telecom", "--agent-strategy", "oracle",
+            "--user-strategy", "tau3", "--user-model", "openai/fake-user",
+            "--user-api-base", server.base_url, "--task-ids", "0-1",
+            "--log-dir", str(tmp_path), "--quiet",
+        ]  # fmt: skip
+        proc = subprocess.run(command, capture_output=True, text=True, env=env, timeout=300)
     assert proc.returncode == 0, proc.stderr
     assert not fake.failures, fake.failures
     (log,) = tmp_path.glob("*.jsonl")
@@ -151,7 +168,9 @@ def test_tau_run_telecom_with_the_llm_user_records_both_sides(
     assert [r["reward"] for r in episodes] == [1.0, 1.0]
     for r in episodes:
         sides = {
-            (m["role"], c.get("requestor")) for m in r["messages"] for c in m.get("tool_calls") or []
+            (m["role"], c.get("requestor"))
+            for m in r["messages"]
+            for c in m.get("tool_calls") or []
         }
         assert ("user", "user") in sides
         assert all(m.get("requestor") for m in r["messages"] if m["role"] == "tool")

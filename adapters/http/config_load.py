@@ -1,0 +1,152 @@
+"""Loading an HTTP bot config: how to talk to a chatbot, validated with precise messages.
+
+A config is a YAML or JSON file (or a mapping). Loading it: read -> merge over the file
+it `extends` (a path relative to it, recursively) -> merge over its `preset` (a key set
+to null removes the inherited key) -> substitute `${ENV}` references ->
+validate with pydantic (unknown keys are errors) -> check every template variable and
+JMESPath expression. Every error names the file and the offending key.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+import yaml
+from pydantic import ValidationError
+
+from adapters.http.config import BotConfig, ConfigError, LoadedConfig
+from adapters.http.config_checks import check_jmespath, check_templates, format_validation
+from adapters.http.envsubst import EnvSubstError, Substituted, substitute
+from adapters.http.presets import UnknownPresetError, load_preset
+
+_SECRET_NAME = re.compile(r"TOKEN|KEY|SECRET|PASS|AUTH|CRED|COOKIE|SIGNATURE", re.IGNORECASE)
+
+
+def _merge(base: Any, over: Any) -> Any:
+    if isinstance(base, Mapping) and isinstance(over, Mapping):
+        out = dict(base)
+        for key, value in over.items():
+            if value is None:
+                out.pop(key, None)
+            elif key in out:
+                out[key] = _merge(out[key], value)
+            else:
+                out[key] = value
+        return out
+    return over
+
+
+def _read(path: Path) -> Any:
+    try:
+        text = path.read_text(encoding="utf-8")
+    except OSError as exc:
+        raise ConfigError(f"cannot read HTTP bot config {path}: {exc.strerror}") from None
+    try:
+        if path.suffix.lower() == ".json":
+            return json.loads(text)
+        return yaml.safe_load(text)
+    except json.JSONDecodeError as exc:
+        raise ConfigError(f"{path}: not valid JSON ({exc.msg} at line {exc.lineno})") from None
+    except yaml.YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None)
+        where = f" at line {mark.line + 1}" if mark is not None else ""
+        raise ConfigError(f"{path}: not valid YAML{where}") from None
+
+
+_MAX_EXTENDS = 10
+
+
+def _read_extended(path: Path, chain: list[Path]) -> dict[str, Any]:
+    """A config file with the file it `extends` (relative to it) merged underneath."""
+    raw = _read(path)
+    if raw is None:
+        raw = {}
+    if not isinstance(raw, Mapping):
+        raise ConfigError(f"{path}: expected a mapping of keys at the top level")
+    return _extended(dict(raw), str(path), path.parent, [*chain, path.resolve()])
+
+
+def _extended(raw: dict[str, Any], name: str, base: Path, chain: list[Path]) -> dict[str, Any]:
+    parent = raw.pop("extends", None)
+    if parent is None:
+        return raw
+    if not isinstance(parent, str) or not parent.strip():
+        raise ConfigError(f"{name}: extends: expected the path of another config file")
+    target = (base / os.path.expanduser(parent)).resolve()
+    if target in chain:
+        raise ConfigError(f"{name}: extends: {parent} extends itself (a cycle)")
+    if len(chain) >= _MAX_EXTENDS:
+        raise ConfigError(f"{name}: extends: more than {_MAX_EXTENDS} levels")
+    merged: dict[str, Any] = _merge(_read_extended(target, chain), raw)
+    return merged
+
+
+def _secrets(seen: Substituted, cfg: BotConfig) -> list[str]:
+    out: list[str] = []
+    for name, value in seen.values.items():
+        if name in cfg.public_env:
+            continue
+        places = seen.locations.get(name, [])
+        only_url = all(p in ("base_url", "name") for p in places)
+        if only_url and not _SECRET_NAME.search(name) and name not in cfg.secret_env:
+            continue
+        out.append(value)
+    header_maps = [cfg.headers, cfg.message.headers, cfg.tool_results.headers or {}]
+    header_maps += [s.headers for s in (cfg.session.start, cfg.session.end) if s is not None]
+    for headers in header_maps:
+        for header, value in headers.items():
+            if _SECRET_NAME.search(header):
+                out.extend(_header_secret_parts(value))
+    # Longest first, so a value containing another is replaced whole.
+    return sorted({s for s in out if len(s) >= 4}, key=len, reverse=True)
+
+
+def _header_secret_parts(value: str) -> list[str]:
+    if "{{" in value:
+        return []
+    parts = [value]
+    scheme, _, rest = value.partition(" ")
+    if rest and scheme.lower() in ("bearer", "basic", "token", "apikey"):
+        parts.append(rest)
+    return parts
+
+
+def load_config(
+    source: str | Path | Mapping[str, Any],
+    *,
+    environ: Mapping[str, str] | None = None,
+) -> LoadedConfig:
+    """Read, merge over the preset, substitute the environment, validate."""
+    env = os.environ if environ is None else environ
+    if isinstance(source, Mapping):
+        raw: Any = _extended(dict(source), "http config", Path.cwd(), [])
+        name = "http config"
+    else:
+        path = Path(source)
+        name = str(path)
+        raw = _read_extended(path, [])
+    preset = raw.get("preset")
+    if preset is not None:
+        if not isinstance(preset, str):
+            raise ConfigError(f"{name}: preset: expected a preset name")
+        try:
+            raw = _merge(load_preset(preset), raw)
+        except UnknownPresetError as exc:
+            raise ConfigError(f"{name}: preset: {exc}") from None
+    seen = Substituted()
+    try:
+        substituted = substitute(raw, env, "", seen)
+    except EnvSubstError as exc:
+        raise ConfigError(f"{name}: {exc}") from None
+    try:
+        cfg = BotConfig.model_validate(substituted)
+    except ValidationError as exc:
+        raise ConfigError(format_validation(name, exc)) from None
+    check_templates(name, cfg)
+    check_jmespath(name, cfg)
+    return LoadedConfig(config=cfg, secrets=_secrets(seen, cfg), source=name)

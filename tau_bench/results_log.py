@@ -1,0 +1,139 @@
+"""The run's append-only JSONL log (`<run-name>.jsonl`): the source of truth of a run.
+
+A header line (config, task-data hash) then one line per finished episode, appended and
+fsynced as episodes finish, so a killed run loses nothing. On resume the same file is
+appended to; the last line for a (task, trial) wins.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import threading
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from tau_bench.records import EpisodeRecord
+
+LOG_FORMAT = "tau-adapters-run/1"
+
+
+class LogFileError(ValueError):
+    """A results log that cannot be read or resumed."""
+
+
+@dataclass
+class LogContents:
+    header: dict[str, Any]
+    records: dict[tuple[int | str, int], EpisodeRecord]
+    bad_lines: int = 0
+
+
+def _dumps(obj: dict[str, Any]) -> str:
+    return json.dumps(obj, ensure_ascii=False, default=str) + "\n"
+
+
+def read_log(path: Path) -> LogContents:
+    """Header and latest record per (task, trial); an unreadable line (a run killed
+    mid-write) is skipped and counted."""
+    try:
+        lines = path.read_bytes().split(b"\n")
+    except OSError as exc:
+        raise LogFileError(f"cannot read results log {path}: {exc.strerror}") from None
+    header: dict[str, Any] | None = None
+    records: dict[tuple[int | str, int], EpisodeRecord] = {}
+    bad = 0
+    for line in lines:
+        if not line.strip():
+            continue
+        try:
+            obj = json.loads(line)
+        except (json.JSONDecodeError, UnicodeDecodeError):
+            bad += 1
+            continue
+        if header is None:
+            if not isinstance(obj, dict) or obj.get("type") != "header":
+                break
+            header = obj
+            continue
+        if isinstance(obj, dict) and obj.get("type") == "episode":
+            try:
+                record = EpisodeRecord.from_dict(obj)
+            except TypeError:
+                bad += 1
+                continue
+            records[record.key] = record
+    if header is None or header.get("format") != LOG_FORMAT:
+        raise LogFileError(f"{path} is not a tau run results log (no {LOG_FORMAT} header)")
+    return LogContents(header=header, records=records, bad_lines=bad)
+
+
+class ResultsLog:
+    """Append-only JSONL with group commit: every line is fsynced before `aclose` returns.
+
+    Episodes finishing together share one fsync (a write+fsync runs in a thread while
+    the event loop keeps serving the other episodes).
+    """
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        self._fh = path.open("ab")
+        self._pending: list[bytes] = []
+        self._flusher: asyncio.Task[None] | None = None
+        self._lock = threading.Lock()
+        self.written = 0
+
+    @classmethod
+    def create(cls, path: Path, header: dict[str, Any]) -> ResultsLog:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        with path.open("xb") as fh:
+            fh.write(_dumps({"type": "header", "format": LOG_FORMAT, **header}).encode("utf-8"))
+            fh.flush()
+            os.fsync(fh.fileno())
+        return cls(path)
+
+    @classmethod
+    def reopen(cls, path: Path, note: dict[str, Any]) -> ResultsLog:
+        """Reopen for appending: drop a partial last line, then note the resume."""
+        with path.open("r+b") as fh:
+            data = fh.read()
+            end = data.rfind(b"\n") + 1
+            if end != len(data):
+                fh.truncate(end)
+        log = cls(path)
+        log._write_now([_dumps({"type": "resume", **note}).encode("utf-8")])
+        return log
+
+    def _write_now(self, lines: list[bytes]) -> None:
+        with self._lock:
+            self._fh.write(b"".join(lines))
+            self._fh.flush()
+            os.fsync(self._fh.fileno())
+
+    def append(self, record: EpisodeRecord) -> None:
+        """Queue a record; it is written and fsynced promptly in the background."""
+        self._pending.append(_dumps(record.to_dict()).encode("utf-8"))
+        if self._flusher is None or self._flusher.done():
+            self._flusher = asyncio.get_running_loop().create_task(self._flush_loop())
+
+    async def _flush_loop(self) -> None:
+        while self._pending:
+            batch, self._pending = self._pending, []
+            await asyncio.to_thread(self._write_now, batch)
+            self.written += len(batch)
+
+    async def aclose(self) -> None:
+        """Wait until everything queued is on disk, then close the file."""
+        while self._flusher is not None and not self._flusher.done():
+            await asyncio.shield(self._flusher)
+        if self._flusher is not None and self._flusher.done() and not self._flusher.cancelled():
+            exc = self._flusher.exception()
+            if exc is not None:
+                raise exc
+        if self._pending:
+            self._write_now(self._pending)
+            self.written += len(self._pending)
+            self._pending = []
+        self._fh.close()
