@@ -17,6 +17,7 @@ from collections.abc import Sequence
 from datetime import datetime
 from html import escape
 from pathlib import Path
+from typing import Any
 
 from tau_bench.analysis import svg
 from tau_bench.analysis.clean_subset import html_section as clean_subset_html
@@ -25,6 +26,7 @@ from tau_bench.analysis.loading import Run
 from tau_bench.analysis.report_assets import CSS, JS
 from tau_bench.analysis.report_tasks import heatmap, task_instructions, trajectories
 from tau_bench.analysis.tables import fmt, fmt_cost, fmt_seconds, user_text
+from tau_bench.error_classes import CLASSES
 
 
 def _legend(comparison: Comparison) -> str:
@@ -42,7 +44,9 @@ def summary_table(comparison: Comparison) -> str:
         '<tr><th>#</th><th class="l">run</th><th class="l">agent</th><th class="l">user</th>'
         "<th>tasks</th><th>trials</th><th>avg reward</th>"
         + "".join(f"<th>pass^{k}</th>" for k in ks)
-        + "<th>cost</th><th>latency p50</th><th>latency p95</th><th>errors</th></tr>"
+        + "<th>cost</th><th>cost / resolved</th><th>latency p50</th><th>latency p95</th>"
+        '<th title="errored episodes: harness (excluded, re-run by --resume) / agent failure '
+        '(scored 0) / agent unavailable (excluded)">errors h/f/u</th></tr>'
     )
     rows = []
     for r in comparison.rows:
@@ -52,8 +56,10 @@ def summary_table(comparison: Comparison) -> str:
             f'<td class="l">{escape(r.agent)}</td><td class="l">{escape(user_text(r))}</td>'
             f"<td>{r.tasks}</td><td>{r.trials}</td><td>{fmt(r.avg_reward)}</td>"
             + "".join(f"<td>{fmt(r.pass_hat_k.get(k))}</td>" for k in ks)
-            + f"<td>{fmt_cost(r.cost_total)}</td><td>{fmt_seconds(r.latency_p50)}</td>"
-            f"<td>{fmt_seconds(r.latency_p95)}</td><td>{r.errors}</td></tr>"
+            + f"<td>{_money(r.costs.get('total'), r.cost_total)}</td>"
+            f"<td>{_money(r.costs.get('per_resolved_task'), None)}</td>"
+            f"<td>{fmt_seconds(r.latency_p50)}</td><td>{fmt_seconds(r.latency_p95)}</td>"
+            f"<td>{_error_classes(r)}</td></tr>"
         )
     return f'<table class="summary"><thead>{head}</thead><tbody>{"".join(rows)}</tbody></table>'
 
@@ -156,6 +162,32 @@ def charts_section(comparison: Comparison) -> str:
     )
 
 
+def _money(value: Any, fallback: float | None) -> str:
+    """A cost, or `unknown` (never $0) when a part of it is unknown."""
+    if value is None and fallback is None:
+        return "unknown"
+    return fmt_cost(float(value if value is not None else fallback or 0.0))
+
+
+def _error_classes(row: Any) -> str:
+    classes = row.error_classes or {}
+    if not classes:
+        return str(row.errors)
+    return "/".join(str(classes.get(c, 0)) for c in CLASSES)
+
+
+def changed_tasks_note(comparison: Comparison) -> str:
+    """Tasks whose definition differs between the runs (their hashes), flagged."""
+    changed = (comparison.confounds or {}).get("changed_tasks") or []
+    if not changed:
+        return ""
+    return (
+        '<p class="warn"><b>Task definitions differ between runs</b> for '
+        + ", ".join(escape(str(t)) for t in changed)
+        + ": each run's trajectories below show its own instruction.</p>"
+    )
+
+
 def render_report(
     comparison: Comparison, runs: Sequence[Run] | None = None, title: str = ""
 ) -> str:
@@ -187,7 +219,8 @@ def render_report(
         '<nav><a href="#summary">comparison</a><a href="#paired">paired difference</a>'
         '<a href="#charts">charts</a><a href="#heatmap">per task</a>'
         '<a href="#trajectories">trajectories</a></nav>'
-        f'<section id="summary"><h2>Comparison</h2>{summary_table(comparison)}</section>'
+        f'<section id="summary"><h2>Comparison</h2>{summary_table(comparison)}'
+        f"{changed_tasks_note(comparison)}</section>"
         f"{clean_subset_html(comparison)}"
         f'<section id="paired"><h2>Paired difference</h2>{paired_section(comparison)}</section>'
         f"{charts_section(comparison)}"

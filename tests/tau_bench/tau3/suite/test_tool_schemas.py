@@ -3,7 +3,7 @@
 No upstream source is used here: each fixture module below is ours, and the expected
 schemas are built independently with pydantic `create_model` from classes defined in
 this test. The byte-exact check against the real upstream source is
-`test_tool_schemas_upstream.py` (needs `TAU3_UPSTREAM_SRC`).
+`upstream_tool_schemas_check.py` (needs `TAU3_UPSTREAM_SRC`).
 """
 
 from __future__ import annotations
