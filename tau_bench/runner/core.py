@@ -25,8 +25,7 @@ import sys
 import time
 from collections import deque
 from collections.abc import Callable
-from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import TYPE_CHECKING, Any
 
 from tau_adapters.protocol import AdapterError, ToolServerRequest, UserSimulator
 from tau_adapters.registry import AgentProvider, UnknownAdapterError, build_provider
@@ -45,7 +44,6 @@ from tau_bench.results import (
     record_from_exception,
     write_json_atomic,
 )
-from tau_bench.runner.backends import is_entry_point
 from tau_bench.runner.breaker import CircuitBreaker
 from tau_bench.runner.deadlines import (
     EpisodeTimeoutError,
@@ -53,57 +51,20 @@ from tau_bench.runner.deadlines import (
     user_with_deadline,
     with_turn_deadline,
 )
+from tau_bench.runner.distributed import run_on_workers
 from tau_bench.runner.plan import Key, RunPlan, prepare_run
+from tau_bench.runner.types import (
+    ProviderSlots,
+    RunObserver,
+    RunOutcome,
+    provider_secrets,
+)
 from tau_bench.users import UnknownUserStrategyError, build_user
 
 if TYPE_CHECKING:
     from tau_bench.toolserver.host import ToolServerHost
 
 NO_MODEL_USERS = frozenset({"scripted", "human"})
-
-
-class RunObserver(Protocol):
-    """Progress hooks (the CLI's progress bar); all optional no-ops by default."""
-
-    def started(self, total: int, done: list[EpisodeRecord]) -> None: ...
-
-    def episode_done(self, record: EpisodeRecord) -> None: ...
-
-    def finished(self) -> None: ...
-
-
-@dataclass
-class RunOutcome:
-    plan: RunPlan
-    records: list[EpisodeRecord]
-    summary: dict[str, Any]
-    ran: int
-    interrupted: bool = False
-
-
-def provider_secrets(provider: AgentProvider) -> list[str]:
-    """The values a provider declares secret (optional `secrets` attribute: its tokens,
-    API keys), masked in every record; a provider that fails to say declares none."""
-    try:
-        found = getattr(provider, "secrets", None) or ()
-        return [str(s) for s in found if s]
-    except Exception:
-        return []
-
-
-class _ProviderSlots:
-    """At most N live episodes per named provider."""
-
-    def __init__(self, limits: dict[str, int], keys: list[str | None]) -> None:
-        wanted = sorted({k for k in keys if k and k in limits})
-        self._sems = [asyncio.Semaphore(limits[k]) for k in wanted]
-
-    @contextlib.asynccontextmanager
-    async def hold(self) -> Any:
-        async with contextlib.AsyncExitStack() as stack:
-            for sem in self._sems:  # fixed order: no deadlock between episodes
-                await stack.enter_async_context(sem)
-            yield
 
 
 class Runner:
@@ -131,6 +92,7 @@ class Runner:
         self.outcome: RunOutcome | None = None
         self.manifest: dict[str, Any] = {}
         self.breaker = CircuitBreaker(self.config.max_consecutive_failures)
+        self.worker_stats: list[dict[str, Any]] = []  # per Ray worker (benchmarks)
 
     # The pieces that can fail on configuration run before any file is touched.
     def _build_provider(self) -> AgentProvider:
@@ -276,7 +238,7 @@ class Runner:
             self.observer.episode_done(record)
 
     async def _work(
-        self, provider: AgentProvider, queue: deque[Key], slots: _ProviderSlots
+        self, provider: AgentProvider, queue: deque[Key], slots: ProviderSlots
     ) -> None:
         while queue:
             key = queue.popleft()
@@ -328,10 +290,10 @@ class Runner:
         """Run every pending episode. On cancellation the finished ones are written
         (log, results, summary), `self.outcome` is set, and the cancellation propagates.
 
-        With the Ray backend the episodes run on Ray workers (`_run_in_workers`)."""
+        With the Ray backend the episodes run on Ray workers (`runner.distributed`)."""
         cfg = self.config
         if cfg.backend == "ray" or cfg.workers > 1 or cfg.ray_address:
-            return await self._run_in_workers()
+            return await run_on_workers(self)
         self._started = time.perf_counter()
         self._preflight_user()
         provider = self._provider or self._build_provider()
@@ -345,7 +307,7 @@ class Runner:
             raise
         pending = self.plan.pending
         queue: deque[Key] = deque(pending)
-        slots = _ProviderSlots(self.config.provider_limits, self._provider_keys())
+        slots = ProviderSlots(self.config.provider_limits, self._provider_keys())
         if self.observer is not None:
             planned = set(self.plan.order)
             done = [r for k, r in self._records.items() if k in planned and not r.is_error]
@@ -405,75 +367,6 @@ class Runner:
         host, self._tool_host = self._tool_host, None
         if host is not None:
             await asyncio.to_thread(host.stop)
-
-    # -- Ray workers (backend "ray", or workers > 1) ---------------------------------
-
-    def _check_workers(self) -> None:
-        """Ray workers rebuild the agent from its entry point: an injected provider,
-        user factory or in-process registration would silently not be there."""
-        if self._provider is not None or self._user_factory is not None:
-            raise RunConfigError(
-                "the ray backend (workers > 1) needs the agent and user built from the config "
-                "(an injected provider or user factory cannot be sent to worker processes)"
-            )
-        name = self.config.agent_strategy
-        if not is_entry_point(name):
-            raise RunConfigError(
-                f"agent strategy {name!r} is registered in this process only "
-                "(tau_adapters.registry.register), so worker processes cannot build it: "
-                "declare it as a 'tau_adapters' entry point, or run locally (workers=1)"
-            )
-
-    async def _run_in_workers(self) -> RunOutcome:
-        """The pending episodes on Ray workers (`tau_bench.runner.backends.ray`).
-
-        This process stays the only writer (log, observer, results, summary); workers
-        return each finished record. Episodes a worker could not finish, even restarted,
-        stay out of the log (`--resume` re-runs them) with a line in `worker_errors`; on
-        cancellation the workers are killed and what finished is written, as locally."""
-        from tau_bench.runner.backends.ray import RayBackend
-
-        self._started = time.perf_counter()
-        self._check_workers()
-        self._preflight_user()
-        provider = self._build_provider()  # fail fast on configuration, then close
-        try:
-            await self._preflight(provider)
-        finally:
-            with contextlib.suppress(Exception):
-                await provider.aclose()
-        backend = RayBackend(self.config, type(self))
-        try:  # before the log: a missing extra or a bad address writes nothing
-            backend.start()
-        except ImportError as exc:
-            raise RunConfigError(f"--backend ray: {exc}") from None
-        except (ConnectionError, TimeoutError, RuntimeError) as exc:
-            where = self.config.ray_address or "a local Ray"
-            raise RunConfigError(f"--backend ray: cannot start or reach {where}: {exc}") from None
-        self._log = self._open_log()
-        pending = self.plan.pending
-        if self.observer is not None:
-            planned = set(self.plan.order)
-            done = [r for k, r in self._records.items() if k in planned and not r.is_error]
-            self.observer.started(len(self.plan.order), done)
-        interrupted = False
-        try:
-            await backend.run(pending, lambda data: self._store(EpisodeRecord.from_dict(data)))
-        except BaseException:
-            interrupted = True
-            raise
-        finally:
-            await backend.stop(graceful=not interrupted)
-            self.worker_stats = backend.worker_stats  # CPU and memory per worker (benchmarks)
-            if self.observer is not None:
-                self.observer.finished()
-            await self._log.aclose()
-            outcome = self._finalize(interrupted)
-            if backend.errors:
-                outcome.summary["worker_errors"] = backend.errors
-                write_json_atomic(self.plan.summary_path, outcome.summary)
-        assert self.outcome is not None
-        return self.outcome
 
     def _provider_keys(self) -> list[str | None]:
         """Episode-level slots: a hosted agent is limited by its strategy name

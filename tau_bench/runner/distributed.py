@@ -1,0 +1,89 @@
+"""A run's episodes on Ray workers (`--backend ray`, or `--workers N`): the driver's side.
+
+This process stays the only writer (log, observer, results, summary); the workers
+(`tau_bench.runner.backends.ray`) return each finished record. Kept apart from the local
+`Runner` loop so that `core` holds one engine's control flow, not two.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import time
+from typing import TYPE_CHECKING
+
+from tau_bench.config import RunConfigError
+from tau_bench.records import EpisodeRecord
+from tau_bench.results import write_json_atomic
+from tau_bench.runner.backends import is_entry_point
+
+if TYPE_CHECKING:
+    from tau_bench.runner.core import Runner, RunOutcome
+
+
+def check_workers(runner: Runner) -> None:
+    """Ray workers rebuild the agent from its entry point: an injected provider,
+    user factory or in-process registration would silently not be there."""
+    if runner._provider is not None or runner._user_factory is not None:
+        raise RunConfigError(
+            "the ray backend (workers > 1) needs the agent and user built from the config "
+            "(an injected provider or user factory cannot be sent to worker processes)"
+        )
+    name = runner.config.agent_strategy
+    if not is_entry_point(name):
+        raise RunConfigError(
+            f"agent strategy {name!r} is registered in this process only "
+            "(tau_adapters.registry.register), so worker processes cannot build it: "
+            "declare it as a 'tau_adapters' entry point, or run locally (workers=1)"
+        )
+
+
+async def run_on_workers(runner: Runner) -> RunOutcome:
+    """The pending episodes on Ray workers (`tau_bench.runner.backends.ray`).
+
+    This process stays the only writer (log, observer, results, summary); workers
+    return each finished record. Episodes a worker could not finish, even restarted,
+    stay out of the log (`--resume` re-runs them) with a line in `worker_errors`; on
+    cancellation the workers are killed and what finished is written, as locally."""
+    from tau_bench.runner.backends.ray import RayBackend
+
+    runner._started = time.perf_counter()
+    check_workers(runner)
+    runner._preflight_user()
+    provider = runner._build_provider()  # fail fast on configuration, then close
+    try:
+        await runner._preflight(provider)
+    finally:
+        with contextlib.suppress(Exception):
+            await provider.aclose()
+    backend = RayBackend(runner.config, type(runner))
+    try:  # before the log: a missing extra or a bad address writes nothing
+        backend.start()
+    except ImportError as exc:
+        raise RunConfigError(f"--backend ray: {exc}") from None
+    except (ConnectionError, TimeoutError, RuntimeError) as exc:
+        where = runner.config.ray_address or "a local Ray"
+        raise RunConfigError(f"--backend ray: cannot start or reach {where}: {exc}") from None
+    runner._log = runner._open_log()
+    pending = runner.plan.pending
+    if runner.observer is not None:
+        planned = set(runner.plan.order)
+        done = [r for k, r in runner._records.items() if k in planned and not r.is_error]
+        runner.observer.started(len(runner.plan.order), done)
+    interrupted = False
+    try:
+        await backend.run(pending, lambda data: runner._store(EpisodeRecord.from_dict(data)))
+    except BaseException:
+        interrupted = True
+        raise
+    finally:
+        await backend.stop(graceful=not interrupted)
+        runner.worker_stats = backend.worker_stats  # CPU and memory per worker (benchmarks)
+        if runner.observer is not None:
+            runner.observer.finished()
+        await runner._log.aclose()
+        outcome = runner._finalize(interrupted)
+        if backend.errors:
+            outcome.summary["worker_errors"] = backend.errors
+            write_json_atomic(runner.plan.summary_path, outcome.summary)
+    assert runner.outcome is not None
+    return runner.outcome
