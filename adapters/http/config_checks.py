@@ -24,6 +24,7 @@ VARIABLES = frozenset(
         "bot_session_id",
         "domain",
         "task_id",
+        "task_split",
         "user_id",
         "trial",
         "turn",

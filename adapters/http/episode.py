@@ -87,6 +87,7 @@ class HttpAdapter:
             "bot_session_id": session.session_id,
             "domain": session.domain,
             "task_id": session.task_id,
+            "task_split": session.metadata.get("task_split"),
             "user_id": session.user_id,
             "trial": session.trial,
             "turn": 0,

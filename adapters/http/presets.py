@@ -106,6 +106,7 @@ session:
       client_session_id: "{{ session_id }}"
       domain: "{{ domain }}"
       task_id: "{{ task_id }}"
+      task_split: "{{ task_split }}"
       user_id: "{{ user_id }}"
       trial: "{{ trial }}"
   id_path: session_id

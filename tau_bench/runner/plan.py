@@ -191,7 +191,7 @@ def _free_stem(log_dir: Path, stem: str) -> str:
     return candidate
 
 
-def _for_run(domain: Domain, config: RunConfig) -> Domain:
+def for_run(domain: Domain, config: RunConfig) -> Domain:
     """The domain with the run's options when its suite has any (τ³: the NL judge)."""
     for_run = getattr(domain, "for_run", None)
     return for_run(config) if for_run is not None else domain
@@ -214,7 +214,7 @@ def _order(tasks: dict[TaskId, Task], config: RunConfig) -> list[Key]:
 
 def prepare_run(config: RunConfig) -> RunPlan:
     """Validate the config against the data and any log to resume; writes nothing."""
-    domains = {name: _for_run(load_domain(name, config.data_dir), config) for name in config.envs}
+    domains = {name: for_run(load_domain(name, config.data_dir), config) for name in config.envs}
     domain = domains[config.envs[0]]
     tasks, refs, source, end = _select_tasks(config, domains)
     if len(tasks) * config.num_trials > MAX_EPISODES:
