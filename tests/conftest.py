@@ -29,6 +29,16 @@ def _data_dir() -> Path:
 
 
 DATA_DIR = _data_dir()
+
+
+def _tau3_data_dir() -> Path:
+    value = os.environ.get("TAU3_BENCH_DATA")
+    if value:
+        return Path(value)
+    return Path(__file__).resolve().parents[2] / "shared" / "datasets" / "tau2-bench"
+
+
+TAU3_DATA_DIR = _tau3_data_dir()
 CONFORMANCE_DIR = DATA_DIR / "conformance"
 
 

@@ -123,7 +123,11 @@ def serve(
     ] = 2,
     data_dir: Annotated[
         Path | None,
-        typer.Option("--data-dir", help="τ-bench data directory (default: $TAU_BENCH_DATA)."),
+        typer.Option("--data-dir", help="τ-bench v1 data directory (default: $TAU_BENCH_DATA)."),
+    ] = None,
+    tau3_data_dir: Annotated[
+        Path | None,
+        typer.Option("--tau3-data-dir", help="τ³ data directory (default: $TAU3_BENCH_DATA)."),
     ] = None,
     backend: Annotated[
         str,
@@ -207,6 +211,7 @@ def serve(
         token=token,
         max_runs=max_runs,
         data_dir=str(data_dir) if data_dir else None,
+        tau3_data_dir=str(tau3_data_dir) if tau3_data_dir else None,
         scores_settings=scores_settings(
             scores_config, scores_agent_strategy, scores_user_strategy, scores_user_model
         ),

@@ -143,7 +143,7 @@ def create_app(settings: ServiceSettings) -> FastAPI:
 
     async def _submit(data: dict[str, Any], origin: str) -> RunRow:
         config = config_from_request(data)
-        await asyncio.to_thread(check_runnable, config, settings.data_dir)
+        await asyncio.to_thread(check_runnable, config, settings.data_dir_for(config.envs))
         return manager.submit(config, origin)
 
     @api.get("/openapi.json", include_in_schema=False)

@@ -221,7 +221,7 @@ class RunManager:
         data = dict(row.config)
         data.update(
             log_dir=str(run_dir),
-            data_dir=self.settings.data_dir,
+            data_dir=self.settings.data_dir_for(str(data.get("env") or "retail").split(",")),
             run_name=row.run_name,
             quiet=True,
             resume=None,

@@ -51,7 +51,8 @@ class ServiceSettings:
     state_dir: Path
     token: str | None
     max_runs: int = 2
-    data_dir: str | None = None
+    data_dir: str | None = None  # τ-bench v1 data (`--data-dir`)
+    tau3_data_dir: str | None = None  # τ³ data (`--tau3-data-dir`)
     scores_settings: dict[str, Any] = field(default_factory=lambda: dict(DEFAULT_SCORES_SETTINGS))
     max_wait: float = 600.0
     # Agents with options, registered by the operator; requests name them (`agent_config`).
@@ -70,6 +71,14 @@ class ServiceSettings:
             raise ValueError(f"unknown backend {self.backend!r} (local or ray)")
         if self.workers < 1:
             raise ValueError("workers must be at least 1")
+
+    def data_dir_for(self, envs: list[str]) -> str | None:
+        """The data directory of a run's suite: each suite has its own layout (a run that
+        mixes suites reads each from its environment variable or the cache)."""
+        tau3 = [e.startswith("tau3/") for e in envs]
+        if all(tau3):
+            return self.tau3_data_dir
+        return None if any(tau3) else self.data_dir
 
     def run_backend(self) -> dict[str, Any]:
         """The RunConfig fields every run of this server gets (where episodes run)."""

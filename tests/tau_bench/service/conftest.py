@@ -22,7 +22,7 @@ from tau_adapters.registry import AgentProvider, SimpleProvider
 from tau_bench.agents.oracle import OracleAgent
 from tau_bench.service.api import create_app
 from tau_bench.service.settings import ServiceSettings
-from tests.conftest import DATA_DIR
+from tests.conftest import DATA_DIR, TAU3_DATA_DIR
 from tests.tau_bench.agents.fake_llm import fake_llm, llm_env
 
 __all__ = ["fake_llm", "llm_env"]
@@ -89,7 +89,12 @@ def failing(register: Any) -> None:
 
 
 def make_settings(state_dir: Path, **kw: Any) -> ServiceSettings:
-    base: dict[str, Any] = {"state_dir": state_dir, "token": TOKEN, "data_dir": str(DATA_DIR)}
+    base: dict[str, Any] = {
+        "state_dir": state_dir,
+        "token": TOKEN,
+        "data_dir": str(DATA_DIR),
+        "tau3_data_dir": str(TAU3_DATA_DIR),
+    }
     base.update(kw)
     return ServiceSettings(**base)
 
