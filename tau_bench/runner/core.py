@@ -237,9 +237,7 @@ class Runner:
         if self.observer is not None:
             self.observer.episode_done(record)
 
-    async def _work(
-        self, provider: AgentProvider, queue: deque[Key], slots: ProviderSlots
-    ) -> None:
+    async def _work(self, provider: AgentProvider, queue: deque[Key], slots: ProviderSlots) -> None:
         while queue:
             key = queue.popleft()
             async with slots.hold():
