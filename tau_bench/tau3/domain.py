@@ -92,7 +92,8 @@ class DomainSpec:
     policy: PolicyReader
     user_toolkit: type[Toolkit] | None = None
     user_db: Callable[[Path], DBSource] | None = None
-    sync: Callable[[Environment], None] | None = None
+    sync: Callable[[Environment], bool | None] | None = None
+    """Post-call hook; returns False when it changed nothing (None/True: it may have)."""
     data_subdir: str | None = None
     """Folder under data/tau2/domains; defaults to `name` (telecom-workflow uses telecom)."""
     tasks_file: str = "tasks.json"

@@ -50,8 +50,16 @@ class ReplayMismatch(ValueError):
     """A replayed mutating call returned other content than the recorded tool message."""
 
 
+_IS_MAPPING: dict[type, bool] = {dict: True}
+
+
 def _field(obj: Any, name: str, default: Any = None) -> Any:
-    if isinstance(obj, Mapping):
+    # `isinstance(obj, Mapping)` is an ABC check (slow); its answer per type is cached.
+    cls = type(obj)
+    mapping = _IS_MAPPING.get(cls)
+    if mapping is None:
+        mapping = _IS_MAPPING[cls] = isinstance(obj, Mapping)
+    if mapping:
         return obj.get(name, default)
     return getattr(obj, name, default)
 
@@ -68,6 +76,8 @@ class Environment:
         self.domain = domain
         self.solo_mode = solo_mode
         self.ids = IdSource(deterministic_ids)
+        self.sync_effects = 0
+        """Sync-hook runs that (may have) changed state; see `replay_task`'s gold shortcut."""
         self.tools: Toolkit = spec.agent_toolkit(domain.agent_source.fresh(), self.ids)
         self.user_tools: Toolkit | None = None
         if spec.user_toolkit is not None:
@@ -88,7 +98,9 @@ class Environment:
         """The domain's post-call synchronisation (telecom); a no-op elsewhere."""
         hook = self.domain.spec.sync
         if hook is not None:
-            hook(self)
+            self.sync_effects += 1  # counted first: a hook that raises may have changed state
+            if hook(self) is False:  # the hook reports it changed nothing
+                self.sync_effects -= 1
 
     def agent_db_hash(self) -> str | None:
         return db_hash(self.tools.db) if self.tools.db is not None else None

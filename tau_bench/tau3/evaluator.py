@@ -100,6 +100,7 @@ def _env_component(
     solo: bool,
     strict: bool,
     live: Environment | None = None,
+    gold_env: Environment | None = None,
 ) -> tuple[dict[str, Any], Evaluation, Environment | None, Environment | None]:
     crit = task.evaluation_criteria
     assert crit is not None
@@ -111,8 +112,9 @@ def _env_component(
     else:
         predicted = Environment(domain, solo_mode=solo)
         _apply_initial_state(predicted, task, list(trajectory), strict)
-    gold = gold_environment(domain, task)
-    gold_h, pred_h = gold.hashes(), predicted.hashes()
+    gold = gold_env if gold_env is not None else gold_environment(domain, task)
+    gold_h = gold.hashes()
+    pred_h = dict(gold_h) if gold is predicted else predicted.hashes()
     db_reward = 1.0 if gold_h == pred_h else 0.0
     checks = []
     assertion_reward = 1.0
@@ -237,6 +239,7 @@ def evaluate(
     solo_mode: bool = False,
     strict_replay: bool = True,
     live_env: Environment | None = None,
+    gold_env: Environment | None = None,
 ) -> Evaluation:
     """Score `trajectory` (which starts with the task's message history) for `task`.
 
@@ -244,6 +247,10 @@ def evaluate(
     unused since (e.g. a ground-truth replay). It IS the state the predicted environment
     would reach by replaying the trajectory, so it is used as such instead of rebuilding
     it (a third of the evaluation's work; the strict replay check is then moot).
+
+    `gold_env`: an environment known to be in exactly the state `gold_environment` would
+    build (e.g. `live_env` itself when no post-call sync changed anything and no random id
+    was drawn, see `replay_task`); used instead of building one.
     """
     if termination_reason not in STOP_REASONS:
         note = f"Simulation terminated prematurely. Termination reason: {termination_reason}"
@@ -252,7 +259,7 @@ def evaluate(
     if crit is None:
         return Evaluation(1.0, info={"note": "No evaluation criteria"})
     env_breakdown, env_ev, predicted, gold = _env_component(
-        domain, task, trajectory, solo_mode, strict_replay, live_env
+        domain, task, trajectory, solo_mode, strict_replay, live_env, gold_env
     )
     action_ev = _action_component(domain, task, trajectory)
     comm_ev = _communicate_component(task, trajectory)

@@ -70,6 +70,7 @@ def replay_task(
     )
     hashes = env.hashes if with_hashes else dict
     out = Replay(task=task, initial_hashes=hashes())
+    sync_effects = env.sync_effects
     trajectory = list(history) if history else [Message(role="assistant", content=GREETING)]
     for i, action in enumerate(task.expected_actions):
         call = ToolCall(
@@ -87,9 +88,21 @@ def replay_task(
     out.final_hashes = hashes()
     out.trajectory = trajectory
     if evaluate_result:
+        # The evaluator's gold environment is this task's initial state (built exactly as
+        # above) plus the expected actions WITHOUT the post-call sync, exceptions swallowed.
+        # If no sync after an action changed anything and no random id was drawn, that is
+        # exactly this environment's state (same calls, same order; the sync was a no-op),
+        # so it is not rebuilt; otherwise the evaluator builds it.
+        same = env.sync_effects == sync_effects and env.ids.drawn == 0
         try:
             out.evaluation = evaluate(
-                domain, task, trajectory, "agent_stop", judge=judge, live_env=env
+                domain,
+                task,
+                trajectory,
+                "agent_stop",
+                judge=judge,
+                live_env=env,
+                gold_env=env if same else None,
             )
         except Exception as exc:
             out.error = f"{type(exc).__name__}: {exc}"

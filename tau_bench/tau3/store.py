@@ -20,7 +20,10 @@ datetimes with `str()`.
 from __future__ import annotations
 
 import bisect
+import datetime
+import enum
 import hashlib
+import io
 import json
 import pickle
 import threading
@@ -44,6 +47,7 @@ __all__ = [
     "deep_merge",
     "hash_json",
     "load_structured",
+    "seed_hash_keys",
 ]
 
 _CHECKPOINT_EVERY = 32
@@ -233,15 +237,70 @@ def db_dump(db: Any) -> dict[str, Any]:
     raise TypeError(f"not a τ³ database: {type(db).__name__}")
 
 
-_HASH_MEMO: dict[bytes, str] = {}
+_HASH_MEMO: dict[tuple[int, bytes], str] = {}
 _HASH_MEMO_MAX = 512
+
+# Pickling a DB dump for the memo key is dominated by its dates and enum members (~1 µs
+# each through `__reduce_ex__`, 73 dates in the telecom agent DB). DBs validated from a
+# pristine dump share that dump's leaf objects, so the key's pickler starts with a memo
+# seeded with them: a shared leaf is written as a memo reference to its seed slot. The
+# key stays exact: equal keys decode (with the same seed) to equal values. A new seed
+# starts a new generation, part of every key, so keys of different seeds never meet.
+_SEED_TYPES = (datetime.date, datetime.time, datetime.timedelta, enum.Enum)
+_seed_objects: list[Any] = []
+_seed_ids: set[int] = set()
+_seed_memo: dict[int, Any] = {}
+_seed_generation = 0
+_seed_lock = threading.Lock()
+
+
+def seed_hash_keys(value: Any) -> None:
+    """Pre-memoise `value`'s date/time/enum leaves in the hash memo's key pickler.
+
+    For a pristine dump that per-episode DBs are validated from (they share its leaves);
+    the leaves are kept alive for the process.
+    """
+    global _seed_memo, _seed_generation
+    found: list[Any] = []
+    stack = [value]
+    while stack:
+        item = stack.pop()
+        if isinstance(item, dict):
+            stack.extend(item.values())
+        elif isinstance(item, list):
+            stack.extend(item)
+        elif isinstance(item, _SEED_TYPES) and id(item) not in _seed_ids:
+            _seed_ids.add(id(item))
+            found.append(item)
+    if not found:
+        return
+    with _seed_lock:
+        _seed_objects.extend(found)
+        pickler = pickle.Pickler(io.BytesIO(), protocol=pickle.HIGHEST_PROTOCOL)
+        pickler.dump(_seed_objects)
+        # id -> (slot, object), leaves only (keeps them alive; a smaller memo is faster
+        # to install in every key's pickler).
+        memo = {k: v for k, v in pickler.memo.copy().items() if k in _seed_ids}
+        _seed_generation += 1
+        _seed_memo = memo
+
+
+def _hash_key(dump: Any) -> tuple[int, bytes]:
+    """The dump's pickle, from the seeded memo (C-fast, type-exact: see above)."""
+    generation, memo = _seed_generation, _seed_memo
+    buffer = io.BytesIO()
+    pickler = pickle.Pickler(buffer, protocol=pickle.HIGHEST_PROTOCOL)
+    if memo:
+        pickler.memo = memo  # copied into the pickler's own table
+    pickler.dump(dump)
+    return generation, buffer.getvalue()
 
 
 def _memo_hash(dump: Any) -> str:
     """`hash_json(dump)`, memoised on the dump's pickle (C-fast, type-exact: pickles that
     are equal load to equal values, so they encode to the same JSON)."""
     try:
-        key = pickle.dumps(dump, protocol=pickle.HIGHEST_PROTOCOL)
+        key = _hash_key(dump)
     except Exception:
         return hash_json(dump)
     digest = _HASH_MEMO.get(key)

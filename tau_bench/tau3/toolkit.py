@@ -33,6 +33,7 @@ import re
 import uuid
 from collections.abc import Callable, Mapping
 from enum import StrEnum
+from types import MethodType
 from typing import Any, ClassVar, TypeVar
 
 __all__ = [
@@ -80,9 +81,12 @@ class IdSource:
     def __init__(self, deterministic: bool = False) -> None:
         self.deterministic = deterministic
         self._count = 0
+        self.drawn = 0
+        """Ids drawn so far, in either mode (0: the episode so far is reproducible)."""
 
     def uuid4(self) -> uuid.UUID:
         """A random UUID4, or UUIDs whose hex starts `00000001`, `00000002`, … in draw order."""
+        self.drawn += 1
         if not self.deterministic:
             return uuid.uuid4()
         self._count += 1
@@ -112,6 +116,8 @@ def _parameters(fn: Callable[..., Any]) -> Mapping[str, inspect.Parameter]:
 
 _FAST: dict[Any, tuple[frozenset[str], frozenset[str]] | None] = {}
 _PLAIN_KINDS = (inspect.Parameter.POSITIONAL_OR_KEYWORD, inspect.Parameter.KEYWORD_ONLY)
+# `_fast_check` of bound methods by their function (what `Toolkit._invoke` looks up).
+_FAST_METHODS: dict[Any, tuple[frozenset[str], frozenset[str]] | None] = {}
 
 
 def _fast_check(fn: Callable[..., Any]) -> tuple[frozenset[str], frozenset[str]] | None:
@@ -239,6 +245,17 @@ class Toolkit:
         return self._invoke(name, fn, arguments)
 
     def _invoke(self, name: str, fn: Any, arguments: Mapping[str, Any]) -> Any:
+        # The common case, a bound method and a dict: its check is looked up by function.
+        if type(fn) is MethodType and type(arguments) is dict:
+            func = fn.__func__
+            if func in _FAST_METHODS:
+                checked = _FAST_METHODS[func]
+            else:
+                checked = _FAST_METHODS[func] = _fast_check(fn)
+            if checked is not None:
+                keys = arguments.keys()
+                if keys <= checked[0] and checked[1] <= keys:  # a valid call: nothing to report
+                    return fn(**arguments)
         fast = _fast_check(fn)
         if fast is not None and type(arguments) is dict:
             names, required = fast  # `self` is not among the names of a bound method

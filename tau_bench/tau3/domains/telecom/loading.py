@@ -21,6 +21,7 @@ from pydantic import BaseModel
 
 from tau_bench.tau3.domains.telecom.models import TelecomDB
 from tau_bench.tau3.domains.telecom.user_models import TelecomUserDB
+from tau_bench.tau3.store import seed_hash_keys
 
 M = TypeVar("M", bound=BaseModel)
 
@@ -54,6 +55,8 @@ class ModelSource(Generic[M]):
             same = False
         if not same:
             self._dump = None
+        else:  # episodes share the dump's dates and enums: pre-memoise them for hash keys
+            seed_hash_keys(dump)
 
     def fresh(self) -> M:
         if self._dump is not None:

@@ -18,16 +18,18 @@ if TYPE_CHECKING:
     from tau_bench.tau3.environment import Environment
 
 
-def sync_databases(tools: TelecomTools, user_db: TelecomUserDB) -> None:
+def sync_databases(tools: TelecomTools, user_db: TelecomUserDB) -> bool:
     """Update `user_db.surroundings` from the line of the user's phone number.
 
     Same lookups, order and error texts as the toolkit's helpers, written as plain loops
     (and flags assigned only when they change) because this runs after every call.
+    Returns whether it changed anything (False: both DBs are exactly as before).
     """
     world = user_db.surroundings
     phone = world.phone_number
     if phone is None:
-        return
+        return False
+    changed = False
     db = tools.db
     for line in db.lines:
         if line.phone_number == phone:
@@ -37,15 +39,19 @@ def sync_databases(tools: TelecomTools, user_db: TelecomUserDB) -> None:
     active = line.status == LineStatus.ACTIVE
     if world.line_active is not active:
         world.line_active = active
+        changed = True
     roaming = bool(line.roaming_enabled)
     if world.roaming_allowed is not roaming:
         world.roaming_allowed = roaming
+        changed = True
     plan = tools._get_plan_by_id(line.plan_id)  # after the two above, as upstream
     exceeded = bool(line.data_used_gb >= plan.data_limit_gb + line.data_refueling_gb)
     if world.mobile_data_usage_exceeded is not exceeded:
         world.mobile_data_usage_exceeded = exceeded
+        changed = True
     request = world.payment_request
     if request is not None and request.paid:
+        changed = True  # before the call: it may raise after changing the bill
         tools._set_bill_to_paid(request.bill_id)
         world.payment_request = request = None
     if request is None:
@@ -63,6 +69,8 @@ def sync_databases(tools: TelecomTools, user_db: TelecomUserDB) -> None:
             world.payment_request = PaymentRequest(
                 bill_id=first.bill_id, amount_due=first.total_due
             )
+            changed = True
+    return changed
 
 
 def _customer_by_phone(customers: list[Customer], lines: list[Line], phone: str) -> Customer:
@@ -81,8 +89,8 @@ def _customer_by_phone(customers: list[Customer], lines: list[Line], phone: str)
     raise ValueError(f"Customer with phone number {phone} not found")
 
 
-def sync(env: Environment) -> None:
-    """The domain hook the core environment calls."""
+def sync(env: Environment) -> bool:
+    """The domain hook the core environment calls; whether it changed anything."""
     if env.user_tools is None:
-        return
-    sync_databases(cast(TelecomTools, env.tools), cast(TelecomUserDB, env.user_tools.db))
+        return False
+    return sync_databases(cast(TelecomTools, env.tools), cast(TelecomUserDB, env.user_tools.db))
