@@ -66,52 +66,16 @@ class EmulatedSession:
     lock: asyncio.Lock = field(default_factory=asyncio.Lock)
 
 
-def _as_int(value: Any, key: str) -> int:
-    try:
-        return int(float(value))
-    except (TypeError, ValueError):
-        raise SessionError(
-            "INVALID_ARGUMENT", f"session parameter {key} must be a number"
-        ) from None
-
-
 def context_for(
     params: Mapping[str, Any], session_id: str, default_env: str, data_dir: Path | str | None
 ) -> SessionContext:
-    """The brain's view of the episode, from the session parameters."""
-    from tau_bench.suites import UnknownDomainError, UnknownSplitError, load_domain
+    """The brain's view of the episode, from the session parameters (`tau_bench.stand_ins`)."""
+    from tau_bench.stand_ins import TaskLookupError, session_from
 
-    env = str(params.get("env") or default_env)
     try:
-        domain = load_domain(env, data_dir)
-    except UnknownDomainError as exc:
+        return session_from(params, session_id, default_env, data_dir, what="session parameter")
+    except TaskLookupError as exc:
         raise SessionError("INVALID_ARGUMENT", str(exc)) from None
-    split = str(params.get("task_split") or domain.default_split)
-    task = None
-    task_id: int | None = None
-    if params.get("task_id") not in (None, ""):
-        task_id = _as_int(params["task_id"], "task_id")
-        try:
-            tasks = domain.tasks(split)
-        except UnknownSplitError as exc:
-            raise SessionError("INVALID_ARGUMENT", str(exc)) from None
-        if not 0 <= task_id < len(tasks):
-            raise SessionError(
-                "INVALID_ARGUMENT", f"task_id {task_id} out of range for {env} {split}"
-            )
-        task = tasks[task_id]
-    user_id = params.get("user_id") or (task.user_id if task is not None else None)
-    return SessionContext(
-        session_id=session_id,
-        domain=env,
-        tools=domain.tool_schemas,
-        policy=domain.policy,
-        task_id=task_id,
-        user_id=str(user_id) if user_id else None,
-        trial=_as_int(params.get("trial") or 0, "trial"),
-        metadata={"terminate_tools": sorted(domain.terminate_tools), "task_split": split},
-        task=task,
-    )
 
 
 def observation_of(result: Any) -> tuple[str, bool]:
