@@ -110,3 +110,39 @@ def validate_options(name: str, model: type[BaseModel], options: Mapping[str, An
             known = ", ".join(sorted(model.model_fields))
             raise AdapterConfigError(f"{name}: unknown option {where!r} (known: {known})") from None
         raise AdapterConfigError(f"{name}: option {where}: {error.get('msg')}") from None
+
+
+# What `KEY=TEMPLATE` options (session parameters, session variables, message metadata) may
+# fill in for each episode, from the `SessionContext`.
+SESSION_PLACEHOLDERS = frozenset({"task_id", "user_id", "trial", "session_id", "env", "task_split"})
+
+
+def key_template_list(value: Any) -> Any:
+    """`KEY=TEMPLATE` entries as a list: one string, a mapping or a list (pydantic `before`)."""
+    if value is None or value == "":
+        return []
+    if isinstance(value, str):
+        return [value]
+    if isinstance(value, Mapping):
+        return [f"{k}={v}" for k, v in value.items()]
+    return value
+
+
+def check_key_templates(entries: list[str]) -> list[str]:
+    """Each entry is `KEY=TEMPLATE` whose placeholders are `SESSION_PLACEHOLDERS`;
+    ValueError (one line) otherwise."""
+    import string
+
+    for entry in entries:
+        key, sep, template = entry.partition("=")
+        if not sep or not key.strip():
+            raise ValueError(f"expected KEY=TEMPLATE, got {entry!r}")
+        try:
+            names = [n for _, n, _, _ in string.Formatter().parse(template) if n is not None]
+        except ValueError as exc:
+            raise ValueError(f"bad template {template!r} ({exc})") from None
+        unknown = sorted(n for n in names if n not in SESSION_PLACEHOLDERS)
+        if unknown or "" in names:
+            known = ", ".join("{" + f + "}" for f in sorted(SESSION_PLACEHOLDERS))
+            raise ValueError(f"unknown placeholder {{{(unknown or [''])[0]}}} (known: {known})")
+    return entries

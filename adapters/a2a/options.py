@@ -6,12 +6,12 @@ secret fields are marked so the runner can redact them.
 
 from __future__ import annotations
 
-import string
-from typing import Literal
+from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
-TEMPLATE_FIELDS = frozenset({"task_id", "user_id", "trial", "session_id", "env", "task_split"})
+from tau_adapters.options import check_key_templates, key_template_list
+
 ToolMode = Literal["auto", "extension", "text", "none"]
 
 
@@ -90,31 +90,13 @@ class Options(BaseModel):
 
     @field_validator("message_metadata", mode="before")
     @classmethod
-    def _metadata_list(cls, value: object) -> object:
-        if value is None or value == "":
-            return []
-        if isinstance(value, str):
-            return [value]
-        if isinstance(value, dict):
-            return [f"{k}={v}" for k, v in value.items()]
-        return value
+    def _message_metadata_list(cls, value: Any) -> Any:
+        return key_template_list(value)
 
     @field_validator("message_metadata")
     @classmethod
-    def _templates(cls, value: list[str]) -> list[str]:
-        for entry in value:
-            key, sep, template = entry.partition("=")
-            if not sep or not key.strip():
-                raise ValueError(f"expected KEY=TEMPLATE, got {entry!r}")
-            try:
-                names = [n for _, n, _, _ in string.Formatter().parse(template) if n is not None]
-            except ValueError as exc:
-                raise ValueError(f"bad template {template!r} ({exc})") from None
-            unknown = sorted(n for n in names if n not in TEMPLATE_FIELDS)
-            if unknown or "" in names:
-                known = ", ".join("{" + f + "}" for f in sorted(TEMPLATE_FIELDS))
-                raise ValueError(f"unknown placeholder {{{(unknown or [''])[0]}}} (known: {known})")
-        return value
+    def _message_metadata_check(cls, value: list[str]) -> list[str]:
+        return check_key_templates(value)
 
     def metadata_pairs(self) -> list[tuple[str, str]]:
         return [

@@ -10,15 +10,15 @@ from __future__ import annotations
 
 import os
 import re
-import string
 from pathlib import Path
 from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
+from tau_adapters.options import check_key_templates, key_template_list
+
 EMULATOR_ENV = "CES_EMULATOR_HOST"
 GLOBAL_ENDPOINT = "ces.googleapis.com"
-TEMPLATE_FIELDS = frozenset({"task_id", "user_id", "trial", "session_id", "env", "task_split"})
 
 _APP_NAME = re.compile(r"^projects/([^/]+)/locations/([^/]+)/apps/([^/]+)$")
 _ID = re.compile(r"^[A-Za-z0-9_.:-]+$")
@@ -83,33 +83,13 @@ class Options(BaseModel):
 
     @field_validator("variables", mode="before")
     @classmethod
-    def _split_variables(cls, value: Any) -> Any:
-        if value is None or value == "":
-            return []
-        if isinstance(value, str):
-            return [value]
-        if isinstance(value, dict):
-            return [f"{k}={v}" for k, v in value.items()]
-        return value
+    def _variables_list(cls, value: Any) -> Any:
+        return key_template_list(value)
 
     @field_validator("variables")
     @classmethod
-    def _check_variables(cls, value: list[str]) -> list[str]:
-        for entry in value:
-            key, sep, template = entry.partition("=")
-            if not sep or not key.strip():
-                raise ValueError(f"expects KEY=TEMPLATE, got {entry!r}")
-            try:
-                names = [n for _, n, _, _ in string.Formatter().parse(template) if n]
-            except ValueError as exc:
-                raise ValueError(f"bad template {template!r} ({exc})") from None
-            unknown = sorted(set(names) - TEMPLATE_FIELDS)
-            if unknown:
-                raise ValueError(
-                    f"unknown placeholder {{{unknown[0]}}} in {entry!r} "
-                    f"(known: {', '.join(sorted(TEMPLATE_FIELDS))})"
-                )
-        return value
+    def _variables_check(cls, value: list[str]) -> list[str]:
+        return check_key_templates(value)
 
     @field_validator("credentials_file")
     @classmethod
