@@ -46,6 +46,7 @@ class CleanSubset:
     excluded_tasks: dict[str, list[str]] = field(default_factory=dict)  # task -> issue ids
     flagged_trials: int = 0
     links: dict[str, str] = field(default_factory=dict)  # issue id -> link
+    notes: dict[str, int] = field(default_factory=dict)  # weak-signal issue id -> trials
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -55,6 +56,7 @@ class CleanSubset:
             "excluded_tasks": self.excluded_tasks,
             "flagged_trials": self.flagged_trials,
             "links": self.links,
+            "notes": self.notes,
         }
 
 
@@ -104,9 +106,15 @@ def clean_subset(
     clean: list[EpisodeRecord] = []
     excluded: dict[str, list[str]] = {}
     links: dict[str, str] = {}
+    notes: dict[str, int] = {}
     flagged = 0
     for r in records:
-        bad = [e for e in record_issues(r, env, registry) if e.excludes]
+        issues = record_issues(r, env, registry)
+        for e in issues:
+            if not e.excludes:
+                notes[e.id] = notes.get(e.id, 0) + 1
+                links[e.id] = e.source.link()
+        bad = [e for e in issues if e.excludes]
         if not bad:
             clean.append(r)
             continue
@@ -120,6 +128,7 @@ def clean_subset(
         excluded_tasks=dict(sorted(excluded.items())),
         flagged_trials=flagged,
         links=links,
+        notes=dict(sorted(notes.items())),
     )
 
 
@@ -141,7 +150,8 @@ def summary_rows(summary: dict[str, Any]) -> list[tuple[str, str]]:
     if not section:
         return []
     off, cln = section["official"], section["clean"]
-    return [
+    notes = section.get("notes") or {}
+    rows = [
         ("registry", section["registry"]),
         (
             "official reward / pass^1",
@@ -159,6 +169,14 @@ def summary_rows(summary: dict[str, Any]) -> list[tuple[str, str]]:
             + (f" ({', '.join(section['excluded_tasks'])})" if section["excluded_tasks"] else ""),
         ),
     ]
+    if notes:
+        rows.append(
+            (
+                "weak-signal notes (kept)",
+                ", ".join(f"{i}: {n} trials" for i, n in notes.items()),
+            )
+        )
+    return rows
 
 
 def comparison_sections(comparison: Comparison) -> list[tuple[str, CleanSubset | None]]:
@@ -216,6 +234,7 @@ def html_section(comparison: Comparison) -> str:
     rows = []
     flagged: dict[str, set[str]] = {}
     links: dict[str, str] = {}
+    noted: set[str] = set()
     for label, s in sections:
         if s is None:
             rows.append(f"<tr><th>{escape(label)}</th>" + "<td>-</td>" * 5 + "</tr>")
@@ -229,6 +248,7 @@ def html_section(comparison: Comparison) -> str:
         for task, ids in s.excluded_tasks.items():
             flagged.setdefault(task, set()).update(ids)
         links.update(s.links)
+        noted.update(s.notes)
     items = "".join(
         f"<li>task {escape(task)}: "
         + ", ".join(_link(i, links.get(i, "")) for i in sorted(ids))
@@ -243,6 +263,13 @@ def html_section(comparison: Comparison) -> str:
         "<th>clean-subset reward</th><th>clean pass^1</th><th>trials on broken tasks</th>"
         f"</tr></thead><tbody>{''.join(rows)}</tbody></table>"
         + (f"<ul>{items}</ul>" if items else "")
+        + (
+            '<p class="muted">Weak-signal notes (tasks kept in both scores): '
+            + ", ".join(_link(i, links.get(i, "")) for i in sorted(noted))
+            + "</p>"
+            if noted
+            else ""
+        )
         + "</section>"
     )
 

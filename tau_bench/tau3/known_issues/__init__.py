@@ -6,8 +6,10 @@ original) or that score correct agents wrong (tracker reports, the upstream `iss
 (tasks with no issue of an excluding kind) side by side; see `tau_bench.analysis.clean_subset`.
 
 The registry is package data, one JSON file per suite version (`tau3-1.0.1.json`): each
-entry names a domain, its task ids (the task file's `id`s), a `kind` and its `source`
-(a tracker link, the upstream task-issue record, or the conformance vectors). Kinds:
+entry names a domain, its task ids (the task file's `id`s, or `["*"]` for an issue of the
+whole domain: every task of every task set), a `kind` and its `source` (a tracker link,
+the upstream task-issue record, or the conformance vectors). A policy variant shares its
+domain's entries (`telecom-workflow` runs telecom's tasks). Kinds:
 
 * `fails_in_original` — the original's own ground truth does not score 1.0;
 * `broken` — the task's data can mis-score an agent;
@@ -22,7 +24,7 @@ from functools import cache
 from importlib import resources
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 __all__ = [
     "EXCLUDING_KINDS",
@@ -38,6 +40,7 @@ __all__ = [
 
 SUITES = {"tau3": "1.0.1"}
 EXCLUDING_KINDS = frozenset({"fails_in_original", "broken"})
+ALL_TASKS = "*"
 
 Kind = Literal["fails_in_original", "broken", "weak_signal"]
 
@@ -69,10 +72,26 @@ class KnownIssue(_Strict):
     summary: str
     source: IssueSource
 
+    @field_validator("task_ids")
+    @classmethod
+    def _wildcard_alone(cls, ids: list[str]) -> list[str]:
+        if ALL_TASKS in ids and len(ids) > 1:
+            raise ValueError(f'"{ALL_TASKS}" (every task) cannot be listed with task ids')
+        return ids
+
+    @property
+    def whole_domain(self) -> bool:
+        return self.task_ids == [ALL_TASKS]
+
     @property
     def excludes(self) -> bool:
         """True when the task leaves the clean subset."""
         return self.kind in EXCLUDING_KINDS
+
+    def covers(self, domain: str, task_id: str) -> bool:
+        return self.domain == _task_domain(domain) and (
+            self.whole_domain or str(task_id) in self.task_ids
+        )
 
 
 class Registry(_Strict):
@@ -88,11 +107,7 @@ class Registry(_Strict):
 
     def issues_for(self, domain: str, task_id: str) -> list[KnownIssue]:
         """Every entry about task `task_id` of `domain` (plain domain name: `airline`)."""
-        return [e for e in self.entries if e.domain == domain and str(task_id) in e.task_ids]
-
-    def excluded(self, domain: str) -> set[str]:
-        """Task ids of `domain` that are not in the clean subset."""
-        return {t for e in self.entries if e.domain == domain and e.excludes for t in e.task_ids}
+        return [e for e in self.entries if e.covers(domain, task_id)]
 
     def domains(self) -> list[str]:
         return sorted({e.domain for e in self.entries})
@@ -113,6 +128,17 @@ def load_registry(suite: str = "tau3", version: str | None = None) -> Registry:
         return Registry.model_validate(json.loads(text))
     except ValueError as exc:
         raise RegistryError(f"known-issue registry {name} is invalid: {exc}") from None
+
+
+def _task_domain(name: str) -> str:
+    """The domain whose tasks `name` runs: a policy variant maps to its data folder
+    (`telecom-workflow` → `telecom`); unknown names stay as they are."""
+    from tau_bench.tau3.domain import get_domain
+
+    try:
+        return get_domain(name).subdir
+    except (KeyError, ValueError):
+        return name
 
 
 def split_task_key(task_id: object, env: str | None = None) -> tuple[str | None, str]:
@@ -144,6 +170,6 @@ def known_failing_in_original(domain: str) -> dict[str, KnownIssue]:
     return {
         t: e
         for e in registry.entries
-        if e.domain == name and e.kind == "fails_in_original"
+        if e.domain == _task_domain(name) and e.kind == "fails_in_original"
         for t in e.task_ids
     }

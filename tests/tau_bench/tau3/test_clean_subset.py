@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from tau_bench.analysis.clean_subset import clean_subset, summary_section
+from tau_bench.analysis.clean_subset import clean_subset, summary_rows, summary_section
 from tau_bench.records import EpisodeRecord
 from tests.tau_bench.tau3.tau3_runs import oracle_run, tau
 
@@ -38,6 +38,23 @@ def test_multi_domain_ids_and_mock_names() -> None:
     assert result is not None
     assert set(result.excluded_tasks) == {"tau3/retail/5", "update_task_with_user_tools"}
     assert result.clean["avg_reward"] == 1.0
+
+
+def test_weak_signal_issues_are_noted_not_excluded() -> None:
+    records = [_rec(0, 1.0), _rec(0, 1.0, 1), _rec(12, 1.0)]
+    result = clean_subset(records, "tau3/airline", num_trials=2)
+    assert result is not None
+    assert result.clean == result.official and result.flagged_trials == 0
+    assert result.notes == {"tau2-bench#224": 2}
+    telecom = clean_subset(
+        [_rec("[mobile_data_issue]x", 1.0, domain="tau3/telecom-workflow")],
+        "tau3/telecom-workflow",
+        num_trials=1,
+    )
+    assert telecom is not None and telecom.notes == {"tau2-bench#459": 1}
+    assert telecom.links["tau2-bench#459"].endswith("/issues/459")
+    rows = dict(summary_rows(summary_section(records, "tau3/airline", 2)))
+    assert rows["weak-signal notes (kept)"] == "tau2-bench#224: 2 trials"
 
 
 def test_v1_runs_have_no_clean_subset() -> None:
@@ -71,3 +88,5 @@ def test_compare_and_report_show_both_and_flag_trials(run_log: Path, tmp_path: P
     page = html.read_text()
     assert 'id="clean-subset"' in page
     assert 'href="https://github.com/sierra-research/tau2-bench/issues/495"' in page
+    notes = page.split("Weak-signal notes", 1)[1]  # task 6 is also in #224's list
+    assert 'href="https://github.com/sierra-research/tau2-bench/issues/224"' in notes

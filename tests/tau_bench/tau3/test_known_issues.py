@@ -23,6 +23,8 @@ def test_registry_validates_and_every_entry_names_an_existing_task(data_root: Pa
     assert registry.entries
     ids = {d: {t.id for t in load_tasks(data_root, d, None)} for d in registry.domains()}
     for entry in registry.entries:
+        if entry.whole_domain:
+            continue
         missing = set(entry.task_ids) - ids[entry.domain]
         assert not missing, f"{entry.id}: no such {entry.domain} task(s) {sorted(missing)}"
         assert entry.source.link(), entry.id
@@ -64,10 +66,33 @@ def test_known_failing_in_original_are_the_two_mock_tasks(data_root: Path) -> No
 
 def test_excluded_and_weak_signal_kinds() -> None:
     registry = load_registry("tau3")
-    airline = registry.excluded("airline")
-    assert {"6", "7", "9", "35"} <= airline
-    assert "0" not in airline  # only a weak-signal note (#224)
-    assert any(e.kind == "weak_signal" for e in registry.issues_for("airline", "0"))
+    for tid in ("6", "7", "9", "35"):
+        assert any(e.excludes for e in registry.issues_for("airline", tid)), tid
+    # only a weak-signal note (#224): kept in the clean subset
+    notes = registry.issues_for("airline", "0")
+    assert notes and not any(e.excludes for e in notes)
+    assert {e.kind for e in notes} == {"weak_signal"}
+
+
+def test_459_covers_every_telecom_task_of_every_set_and_the_workflow_variant(
+    data_root: Path,
+) -> None:
+    """tau2-bench #459: no telecom task scores the DB, so collateral DB writes go unseen."""
+    registry = load_registry("tau3")
+    raw = json.loads((data_root / "data/tau2/domains/telecom/tasks.json").read_text("utf-8"))
+    assert raw and all("DB" not in t["evaluation_criteria"]["reward_basis"] for t in raw)
+    for task in (raw[0], raw[-1]):
+        for domain in ("telecom", "telecom-workflow"):
+            (entry,) = registry.issues_for(domain, task["id"])
+            assert entry.id == "tau2-bench#459" and not entry.excludes
+    assert registry.issues_for("telecom", "no such task")  # the whole domain, by design
+    assert not any(e.id == "tau2-bench#459" for e in registry.issues_for("retail", "0"))
+
+
+def test_wildcard_must_stand_alone() -> None:
+    good = load_registry("tau3").entries[0].model_dump()
+    with pytest.raises(ValueError, match="every task"):
+        KnownIssue.model_validate({**good, "task_ids": ["*", "1"]})
 
 
 def test_env_and_task_keys() -> None:
