@@ -9,3 +9,7 @@ class UnknownDomainError(ValueError):
 
 class UnknownSplitError(ValueError):
     """The domain has no task set or split of that name."""
+
+
+class TaskFileError(ValueError):
+    """A tasks file that cannot be read as a list of tasks."""

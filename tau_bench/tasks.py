@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+from tau_bench.task_files import TaskFileError, read_task_records
+
+__all__ = ["RESPOND_ACTION", "Action", "Task", "TaskFileError", "load_tasks"]
 
 RESPOND_ACTION = "respond"
 
@@ -32,26 +35,9 @@ class Task(BaseModel):
     annotator: str | int | None = None
 
 
-class TaskFileError(ValueError):
-    """A tasks file that cannot be read as a list of tasks."""
-
-
 def load_tasks(path: Path) -> list[Task]:
     """Read a tasks file: a JSON array of tasks, or JSON lines (one task per line)."""
-    try:
-        text = path.read_text(encoding="utf-8")
-    except OSError as exc:
-        raise TaskFileError(f"cannot read tasks file {path}: {exc.strerror}") from None
-    stripped = text.lstrip()
-    try:
-        if stripped.startswith("["):
-            raw = json.loads(text)
-        else:
-            raw = [json.loads(line) for line in text.splitlines() if line.strip()]
-    except json.JSONDecodeError as exc:
-        raise TaskFileError(f"{path}: not valid JSON ({exc.msg} at line {exc.lineno})") from None
-    if not isinstance(raw, list):
-        raise TaskFileError(f"{path}: expected a JSON array of tasks")
+    raw = read_task_records(path)
     tasks = []
     for i, item in enumerate(raw):
         try:

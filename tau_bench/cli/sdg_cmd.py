@@ -1,4 +1,5 @@
-"""`tau sdg generate|stats`: synthetic τ-bench tasks, and their quality report."""
+"""`tau sdg generate|stats`: synthetic τ-bench / τ³-bench tasks, and their quality report
+(for τ³ files also their validation: `tau sdg stats` exits 1 when a task fails it)."""
 
 from __future__ import annotations
 
@@ -16,7 +17,9 @@ DIFFICULTIES = ("easy", "medium", "hard")
 
 @app.command("generate")
 def generate(
-    env: str = typer.Option(..., "--env", help="Domain: airline or retail."),
+    env: str = typer.Option(
+        ..., "--env", help="Domain: airline, retail, tau3/airline or tau3/retail."
+    ),
     difficulty: str = typer.Option(
         ..., "--difficulty", help="easy (1 action), medium (2-5) or hard (6-10); all actions count."
     ),
@@ -45,7 +48,9 @@ def generate(
     no_json_mode: bool = typer.Option(
         False, "--no-json-mode", help="Do not send response_format=json_object."
     ),
-    data_dir: Path | None = typer.Option(None, "--data-dir", help="τ-bench data directory."),
+    data_dir: Path | None = typer.Option(
+        None, "--data-dir", help="Data directory (τ-bench; τ³'s for tau3/ envs)."
+    ),
     quiet: bool = typer.Option(False, "--quiet", help="No progress bar."),
 ) -> None:
     """Generate tasks: sample users, propose actions, validate in a sandbox, write instructions."""
@@ -56,10 +61,14 @@ def generate(
     from tau_bench.sdg.difficulty import Difficulty
     from tau_bench.sdg.pipeline import GenerateOptions
     from tau_bench.sdg.pipeline import generate as run_generation
+    from tau_bench.sdg.targets import as_target
 
     if difficulty not in DIFFICULTIES:
         fail(f"unknown difficulty {difficulty!r} (available: {', '.join(DIFFICULTIES)})")
     domain = _domain(env, data_dir)
+    unsupported = as_target(domain).supports_generation()
+    if unsupported:
+        fail(unsupported)
     options = GenerateOptions(
         env=env,
         difficulty=Difficulty(difficulty),
@@ -167,8 +176,12 @@ def _report_table(report: Any) -> Any:
 
 @app.command("stats")
 def stats(
-    tasks_file: Path = typer.Argument(..., help="A tasks file written by `tau sdg generate`."),
-    env: str | None = typer.Option(None, "--env", help="Domain (default: from the provenance)."),
+    tasks_file: Path = typer.Argument(
+        ..., help="A tasks file: `tau sdg generate`'s, or any of the suite's (τ³: tasks.json)."
+    ),
+    env: str | None = typer.Option(
+        None, "--env", help="Domain, e.g. retail or tau3/telecom (default: from the provenance)."
+    ),
     similarity: float = typer.Option(
         0.9,
         "--similarity",
@@ -178,27 +191,43 @@ def stats(
     ),
     no_verify: bool = typer.Option(False, "--no-verify", help="Skip replaying every task."),
     as_json: bool = typer.Option(False, "--json", help="Print the report as JSON."),
-    data_dir: Path | None = typer.Option(None, "--data-dir", help="τ-bench data directory."),
+    data_dir: Path | None = typer.Option(
+        None, "--data-dir", help="Data directory (τ-bench; τ³'s for tau3/ envs)."
+    ),
 ) -> None:
-    """Quality report: difficulty consistency, action mix, duplicates, validation rate."""
+    """Quality report: difficulty consistency, action mix, duplicates, validation rate; on
+    τ³ files also the validation of every task (exit 1 if one fails)."""
     from rich.console import Console
 
     from tau_bench.cli.errors import fail
-    from tau_bench.sdg.stats import compute_stats, env_of, load_runs
-    from tau_bench.tasks import load_tasks
+    from tau_bench.sdg.stats import compute_stats, file_hint, load_runs
+    from tau_bench.tasks import TaskFileError, load_tasks
 
-    tasks = load_tasks(tasks_file)
+    hint = file_hint(tasks_file)
+    if env and hint.env and hint.env != env:
+        fail(f"{tasks_file} holds tasks generated for {hint.env}, not {env}")
+    name = env or hint.env
+    if name is None and hint.tau3_shaped:
+        fail(f"{tasks_file} holds τ³ tasks: name their domain with --env tau3/<domain>")
+    domain = _domain(name, data_dir) if name else None
+    if domain is not None and domain.suite != "tau3" and hint.tau3_shaped:
+        fail(f"{tasks_file} holds τ³ tasks, not {name}'s: use --env tau3/{name}")
+    try:
+        tasks = domain.load_tasks_file(tasks_file) if domain is not None else load_tasks(tasks_file)
+    except TaskFileError as exc:
+        fail(str(exc))
     if not tasks:
         fail(f"{tasks_file} holds no tasks")
-    name = env or env_of(tasks)
-    domain = _domain(name, data_dir) if name else None
     report = compute_stats(
         tasks, load_runs(tasks_file), domain=domain, similarity=similarity, verify=not no_verify
     )
     if as_json:
         print(json.dumps(report, indent=2))
-        return
-    Console().print(*_stats_tables(report, str(tasks_file)))
+    else:
+        Console().print(*_stats_tables(report, str(tasks_file)))
+    ver = report["verification"]
+    if report["suite"] == "tau3" and ver is not None and ver["failed"]:
+        raise SystemExit(1)
 
 
 def _stats_tables(report: dict[str, Any], source: str) -> list[Any]:
@@ -260,6 +289,35 @@ def _stats_tables(report: dict[str, Any], source: str) -> list[Any]:
         t3.add_row("tasks validated after repair", str(val["repaired_tasks"]))
         t3.add_row("generation cost", f"${val['cost']:.4f}")
     ver = report["verification"]
-    if ver is not None:
+    if ver is not None and "problems" not in ver:
         t3.add_row("replay scores 1.0 now", f"{ver['passed']}/{ver['checked']}")
-    return [t1, t2, t3]
+    if ver is None or "problems" not in ver:
+        return [t1, t2, t3]
+    t3.add_row(
+        f"valid: replay 1.0 ({ver['judge']}), no tool error, DB changes",
+        f"{ver['passed']}/{ver['checked']}",
+    )
+    for reason, count in ver["by_reason"].items():
+        t3.add_row(f"  failing: {reason}", str(count))
+    if ver["known_issues"]:
+        t3.add_row("fail in the original too (known issues)", str(len(ver["known_issues"])))
+    return [t1, t2, t3, *_failure_tables(ver, report["env"])]
+
+
+def _failure_tables(ver: dict[str, Any], env: str) -> list[Any]:
+    """τ³ validation: the failing tasks (first 20) and a one-line verdict."""
+    from rich.table import Table
+    from rich.text import Text
+
+    out: list[Any] = []
+    if ver["problems"]:
+        table = Table(title="tasks that fail validation")
+        for col in ("task", "id", "problems"):
+            table.add_column(col, justify="right" if col == "task" else "left")
+        for index, entry in list(ver["problems"].items())[:20]:
+            table.add_row(index, entry["id"], Text("\n".join(entry["problems"])))
+        out.append(table)
+    failed = len(ver["failed"])
+    verdict = "[green]OK[/green]" if not failed else f"[red]{failed} FAILED[/red]"
+    out.append(f"{env}: {ver['passed']}/{ver['checked']} tasks valid {verdict}")
+    return out

@@ -50,7 +50,8 @@ def verify_tau3(
         results = domain.verify(tasks)
         elapsed = time.perf_counter() - started
         expected_fail = known_failing(domain.loaded.name)
-        table = Table(title=f"Ground-truth verification: {env}/{split or domain.default_split}")
+        source = str(tasks_file) if tasks_file else f"{env}/{split or domain.default_split}"
+        table = Table(title=f"Ground-truth verification: {source}")
         for col in ("task", "id", "actions", "error obs.", "basis", "reward", "status"):
             table.add_column(col, justify="left" if col in ("id", "basis", "status") else "right")
         ok = known = bad = 0

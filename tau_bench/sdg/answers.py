@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import json
 import re
-from typing import Any
+from typing import Any, ClassVar
 
 from pydantic import AliasChoices, BaseModel, ConfigDict, Field
 
@@ -38,8 +38,42 @@ class InstructionDraft(BaseModel):
 
     model_config = ConfigDict(extra="ignore")
 
+    identity_field: ClassVar[str] = "the instruction"
+
     instruction: str = Field(min_length=1)
     outputs: list[str] = Field(default_factory=list)
+
+    @property
+    def identity_text(self) -> str:
+        """Where the customer's identity must be stated: anywhere in the instruction."""
+        return self.instruction
+
+
+class ScenarioInstructions(BaseModel):
+    """Stage 3 on τ³: the user scenario's structured instructions (upstream's
+    `user_scenario.instructions`) and what the agent must tell the user."""
+
+    model_config = ConfigDict(extra="ignore")
+    identity_field: ClassVar[str] = "known_info"
+
+    reason_for_call: str = Field(min_length=1)
+    known_info: str = Field(min_length=1)
+    unknown_info: str | None = None
+    task_instructions: str = Field(min_length=1)
+    outputs: list[str] = Field(
+        default_factory=list, validation_alias=AliasChoices("outputs", "communicate_info")
+    )
+
+    @property
+    def instruction(self) -> str:
+        """All the text the user simulator reads, for the checks that apply to all of it."""
+        parts = (self.known_info, self.reason_for_call, self.unknown_info, self.task_instructions)
+        return " ".join(p.strip() for p in parts if p and p.strip())
+
+    @property
+    def identity_text(self) -> str:
+        """Where the customer's identity must be stated: what they know."""
+        return self.known_info
 
 
 _FENCE = re.compile(r"```(?:json)?\s*(.*?)```", re.DOTALL)

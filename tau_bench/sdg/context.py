@@ -11,11 +11,12 @@ keep generated scenarios varied; the model may ignore them.
 from __future__ import annotations
 
 import random
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from tau_bench.domains import Domain
 from tau_bench.sdg.difficulty import Difficulty
+from tau_bench.sdg.targets import as_target
 
 MAX_RESERVATIONS = 6
 MAX_ORDERS = 6
@@ -23,6 +24,7 @@ MAX_FLIGHT_OPTIONS = 12
 MAX_ALTERNATIVES = 4
 FIRST_BOOKABLE_DAY = 16  # the policy's "now" is 2024-05-15 15:00 EST
 LAST_DAY = 30
+Tables = Mapping[str, Mapping[str, Any]]
 FOCUS_COUNT = {Difficulty.easy: 1, Difficulty.medium: 2, Difficulty.hard: 3}
 
 
@@ -30,18 +32,20 @@ FOCUS_COUNT = {Difficulty.easy: 1, Difficulty.medium: 2, Difficulty.hard: 3}
 class UserContext:
     """One sampled user: what the model sees (`view`) and suggested intents (`focus`)."""
 
-    domain: str
+    domain: str  # the domain's own name (airline, retail), whatever the suite
     user_id: str
     view: dict[str, Any]
     focus: list[str] = field(default_factory=list)
 
 
-def eligible_users(domain: Domain) -> list[str]:
+def eligible_users(domain: Any) -> list[str]:
     """Users worth a scenario: retail users with a pending or delivered order, airline
-    users with at least one reservation (file order, so sampling is reproducible)."""
-    users = domain.base_db.tables["users"]
-    if domain.name == "retail":
-        orders = domain.base_db.tables["orders"]
+    users with at least one reservation (file order, so sampling is reproducible).
+    `domain`: a suite domain or a `Target`."""
+    target = as_target(domain)
+    users = target.tables["users"]
+    if target.family == "retail":
+        orders = target.tables["orders"]
         return [
             uid
             for uid, user in users.items()
@@ -53,16 +57,17 @@ def eligible_users(domain: Domain) -> list[str]:
 
 
 def sample_context(
-    domain: Domain, rng: random.Random, difficulty: Difficulty, candidates: list[str]
+    domain: Any, rng: random.Random, difficulty: Difficulty, candidates: list[str]
 ) -> UserContext:
     """A seeded user and their view; `candidates` is `eligible_users(domain)`."""
+    target = as_target(domain)
     user_id = rng.choice(candidates)
-    if domain.name == "airline":
-        view, intents = _airline_view(domain, user_id, rng)
+    if target.family == "airline":
+        view, intents = _airline_view(target.tables, user_id, rng)
     else:
-        view, intents = _retail_view(domain, user_id, rng)
+        view, intents = _retail_view(target.tables, user_id, rng)
     rng.shuffle(intents)
-    return UserContext(domain.name, user_id, view, intents[: FOCUS_COUNT[difficulty]])
+    return UserContext(target.family, user_id, view, intents[: FOCUS_COUNT[difficulty]])
 
 
 def _methods(user: dict[str, Any]) -> list[dict[str, Any]]:
@@ -73,9 +78,8 @@ def _methods(user: dict[str, Any]) -> list[dict[str, Any]]:
 
 
 def _retail_view(
-    domain: Domain, user_id: str, rng: random.Random
+    tables: Tables, user_id: str, rng: random.Random
 ) -> tuple[dict[str, Any], list[str]]:
-    tables = domain.base_db.tables
     user = tables["users"][user_id]
     order_ids = [o for o in user["orders"] if o in tables["orders"]]
     if len(order_ids) > MAX_ORDERS:
@@ -140,7 +144,7 @@ def _retail_view(
 # ----------------------------------------------------------------------------- airline
 
 
-def _segment(flights: dict[str, Any], segment: dict[str, Any]) -> dict[str, Any]:
+def _segment(flights: Mapping[str, Any], segment: dict[str, Any]) -> dict[str, Any]:
     """A reservation's flight with its status that day (and seats/prices if bookable)."""
     record = flights.get(segment["flight_number"], {}).get("dates", {}).get(segment["date"])
     out = {**segment, "status": str(record.get("status")) if record else "unknown"}
@@ -151,9 +155,8 @@ def _segment(flights: dict[str, Any], segment: dict[str, Any]) -> dict[str, Any]
 
 
 def _airline_view(
-    domain: Domain, user_id: str, rng: random.Random
+    tables: Tables, user_id: str, rng: random.Random
 ) -> tuple[dict[str, Any], list[str]]:
-    tables = domain.base_db.tables
     flights = tables["flights"]
     user = tables["users"][user_id]
     rids = [r for r in user["reservations"] if r in tables["reservations"]]
@@ -210,7 +213,7 @@ def _airline_view(
 
 
 def _flight_options(
-    flights: dict[str, Any], routes: list[tuple[str, str]], rng: random.Random
+    flights: Mapping[str, Any], routes: list[tuple[str, str]], rng: random.Random
 ) -> list[dict[str, Any]]:
     options: list[dict[str, Any]] = []
     for origin, destination in routes:

@@ -13,9 +13,8 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable, Iterable
-from typing import Any
+from typing import Any, Protocol
 
-from tau_bench.sdg.answers import InstructionDraft
 from tau_bench.sdg.context import UserContext
 from tau_bench.sdg.sandbox import Validation
 
@@ -26,6 +25,25 @@ MAX_CHARS = 2500
 _SECOND_PERSON = re.compile(r"\byou(r|rs|'re|rself)?\b", re.IGNORECASE)
 _ID_KEYS = ("item_id", "product_id", "payment_method_id", "payment_id")
 _ID_LIST_KEYS = ("item_ids", "new_item_ids")
+
+
+class Draft(Protocol):
+    """An instruction answer of either format (`answers.InstructionDraft` for v1,
+    `answers.ScenarioInstructions` for τ³): all its text, where the identity goes, outputs."""
+
+    @property
+    def instruction(self) -> str: ...
+
+    @property
+    def identity_text(self) -> str: ...
+
+    @property
+    def identity_field(self) -> str:
+        """How the message names where the identity goes."""
+        ...
+
+    @property
+    def outputs(self) -> list[str]: ...
 
 
 def clean_output(text: str) -> str:
@@ -83,27 +101,25 @@ def grounded(output: str, observations: Iterable[str]) -> bool:
     return any(needle in obs.lower().replace(",", "") for obs in observations)
 
 
-def instruction_check(
-    context: UserContext, validation: Validation
-) -> Callable[[InstructionDraft], list[str]]:
+def instruction_check(context: UserContext, validation: Validation) -> Callable[[Any], list[str]]:
     """A check for `ask_json`: the problems of a draft (empty: usable)."""
     internal = _internal_ids(context, validation)
     observations = [a.observation for a in validation.executed]
 
-    def check(draft: InstructionDraft) -> list[str]:
+    def check(draft: Draft) -> list[str]:
         text = draft.instruction.strip()
         problems = []
         if not MIN_CHARS <= len(text) <= MAX_CHARS:
             problems.append(f"the instruction must have {MIN_CHARS} to {MAX_CHARS} characters")
         if not _SECOND_PERSON.search(text):
             problems.append('write to the customer in the second person ("You ...")')
-        if not _identifies(context, text):
+        if not _identifies(context, draft.identity_text):
             how = (
                 f"their user id {context.user_id}"
                 if context.domain == "airline"
                 else "their email, or their full name and zip code"
             )
-            problems.append(f"the instruction must tell the customer {how}")
+            problems.append(f"{draft.identity_field} must tell the customer {how}")
         leaked = sorted(i for i in internal if i in text)
         if leaked:
             problems.append(f"internal ids the customer would not know: {', '.join(leaked)}")
@@ -123,7 +139,7 @@ def instruction_check(
     return check
 
 
-def final_outputs(draft: InstructionDraft) -> list[str]:
+def final_outputs(draft: Draft) -> list[str]:
     out: list[str] = []
     for output in draft.outputs:
         cleaned = clean_output(output)

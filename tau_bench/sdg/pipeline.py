@@ -21,9 +21,8 @@ from pathlib import Path
 from typing import Any
 
 from tau_adapters.protocol import Usage
-from tau_bench.domains import Domain, load_domain
 from tau_bench.llm import LLMAuthError, LLMConfig, LLMError
-from tau_bench.sdg.answers import InstructionDraft, ScenarioProposal
+from tau_bench.sdg.answers import ScenarioProposal
 from tau_bench.sdg.context import UserContext, eligible_users, sample_context
 from tau_bench.sdg.difficulty import Difficulty
 from tau_bench.sdg.instruction import final_outputs, instruction_check
@@ -32,11 +31,24 @@ from tau_bench.sdg.problems import BAD_INSTRUCTION, LLM_ERROR, MALFORMED, REPAIR
 from tau_bench.sdg.prompts import instruction_messages, repair_message, scenario_messages
 from tau_bench.sdg.sandbox import Sandbox, Validation
 from tau_bench.sdg.structured import AnswerRejected, ask_json
-from tau_bench.tasks import Action, Task
-from tau_bench.verify import verify_task
+from tau_bench.sdg.targets import (
+    ANNOTATOR,
+    GENERATOR,
+    TaskParts,
+    UnsupportedDomainError,
+    as_target,
+)
+from tau_bench.suites import load_domain
 
-GENERATOR = "tau sdg"
-ANNOTATOR = "sdg"
+__all__ = [
+    "ANNOTATOR",
+    "GENERATOR",
+    "GenerateOptions",
+    "GenerationReport",
+    "Generator",
+    "SampleOutcome",
+    "generate",
+]
 
 
 @dataclass
@@ -78,7 +90,7 @@ class SampleOutcome:
 
     index: int
     user_id: str | None
-    task: Task | None = None
+    task: Any = None  # the suite's task (v1 `Task`, τ³ `Tau3Task`), None when rejected
     reason: str | None = None
     errors: list[str] = field(default_factory=list)
     validated: bool = False
@@ -147,20 +159,24 @@ class GenerationReport:
 class Generator:
     """Runs the pipeline for single samples of one env and difficulty."""
 
-    def __init__(self, options: GenerateOptions, domain: Domain) -> None:
+    def __init__(self, options: GenerateOptions, domain: Any) -> None:
         self.options = options
         self.domain = domain
+        self.target = as_target(domain)
+        unsupported = self.target.supports_generation()
+        if unsupported:
+            raise UnsupportedDomainError(unsupported)
         self.config = options.llm_config()
-        self.sandbox = Sandbox(domain)
-        self.candidates = eligible_users(domain)
+        self.sandbox = Sandbox(self.target)
+        self.candidates = eligible_users(self.target)
         if not self.candidates:
-            raise ValueError(f"no {domain.name} user has anything to ask about")
+            raise ValueError(f"no {self.target.env} user has anything to ask about")
 
     def context(self, index: int) -> tuple[random.Random, UserContext]:
         """Sample `index`'s random generator and user: a function of seed and index only."""
         o = self.options
         rng = random.Random(f"{o.seed}:{o.env}:{o.difficulty.value}:{index}")
-        return rng, sample_context(self.domain, rng, o.difficulty, self.candidates)
+        return rng, sample_context(self.target, rng, o.difficulty, self.candidates)
 
     async def sample(self, index: int) -> SampleOutcome:
         rng, context = self.context(index)
@@ -193,7 +209,7 @@ class Generator:
         trail: list[dict[str, Any]] = []
         outcome.record["attempts"] = trail
         proposed = await self._propose(
-            scenario_messages(self.domain, context, o.difficulty, o.hint), outcome
+            scenario_messages(self.target, context, o.difficulty, o.hint), outcome
         )
         if proposed is None:
             return
@@ -225,12 +241,12 @@ class Generator:
         rng: random.Random,
         outcome: SampleOutcome,
     ) -> None:
-        messages = instruction_messages(self.domain, context, scenario.summary, validation, rng)
+        messages = instruction_messages(self.target, context, scenario.summary, validation, rng)
         try:
             answer = await ask_json(
                 self.config,
                 messages,
-                InstructionDraft,
+                self.target.draft_model,
                 check=instruction_check(context, validation),
                 check_reason=BAD_INSTRUCTION,
                 json_mode=self.options.json_mode,
@@ -240,19 +256,8 @@ class Generator:
             outcome.reason, outcome.errors = exc.reason, exc.errors
             return
         outcome.usage.add(answer.usage)
+        draft: Any = answer.value  # the target's draft model
         o = self.options
-        task = Task(
-            user_id=context.user_id,
-            instruction=answer.value.instruction.strip(),
-            actions=[Action(name=a.name, kwargs=a.kwargs) for a in scenario.actions],
-            outputs=final_outputs(answer.value),
-            annotator=ANNOTATOR,
-        )
-        verified = verify_task(self.domain, task, outcome.index)
-        if verified.reward.reward != 1.0:
-            outcome.reason = UNVERIFIED
-            outcome.errors = [f"replaying the task scored {verified.reward.reward}"]
-            return
         provenance = {
             "generator": GENERATOR,
             "env": o.env,
@@ -270,7 +275,22 @@ class Generator:
             "usage": outcome.usage.to_dict(),
             "created_at": dt.datetime.now(dt.UTC).isoformat(timespec="seconds"),
         }
-        outcome.task = Task.model_validate({**task.model_dump(), "provenance": provenance})
+        parts = TaskParts(
+            index=outcome.index,
+            user_id=context.user_id,
+            summary=scenario.summary,
+            draft=draft,
+            actions=scenario.actions,
+            outputs=final_outputs(draft),
+            provenance=provenance,
+        )
+        task = self.target.build_task(parts)
+        problems = self.target.replay_problems(task, outcome.index)
+        if problems:
+            outcome.reason = UNVERIFIED
+            outcome.errors = problems
+            return
+        outcome.task = task
 
     def _record(self, outcome: SampleOutcome, context: UserContext) -> dict[str, Any]:
         """What the rejected-samples file gets for a rejected sample."""
@@ -298,10 +318,12 @@ async def generate(
     options: GenerateOptions,
     *,
     on_outcome: Callable[[SampleOutcome], None] | None = None,
-    domain: Domain | None = None,
+    domain: Any = None,
 ) -> GenerationReport:
     """Generate `options.num_samples` samples with `max_concurrency` workers; valid tasks
-    are appended to the output file as they finish, a summary line to the runs sidecar."""
+    are appended to the output file as they finish, a summary line to the runs sidecar.
+    `domain`: the suite domain of `options.env` (`tau_bench.suites.load_domain`), or a
+    `Target`; loaded when not given."""
     domain = domain or load_domain(options.env, options.data_dir)
     generator = Generator(options, domain)
     start = options.start_index

@@ -1,23 +1,25 @@
 """The prompts of the pipeline. Machine-readable parts sit between tags
 (`<user_context>`, `<request>`, `<actions>`) as JSON, so a model - or the offline fake
-model - can find them."""
+model - can find them. Prompts take a suite domain or a `Target`: the benchmark's name,
+the tools and the instruction format (v1's text, τ³'s structured fields) are the target's."""
 
 from __future__ import annotations
 
 import random
 from typing import Any
 
-from tau_bench.domains import Domain
 from tau_bench.sdg.context import UserContext
 from tau_bench.sdg.difficulty import Difficulty
 from tau_bench.sdg.sandbox import Validation
 from tau_bench.sdg.structured import dumps
+from tau_bench.sdg.targets import Target, as_target
+from tau_bench.sdg.targets.tau3_format import INSTRUCTION_RULES as TAU3_INSTRUCTION_RULES
 
 PROMPT_OBSERVATION_CHARS = 800
 EXAMPLES = 3
 
 SCENARIO_SYSTEM = """You design realistic test scenarios for a customer-service agent benchmark \
-(τ-bench, {domain} domain). A scenario is one customer's request and the exact sequence of tool \
+({benchmark}, {domain} domain). A scenario is one customer's request and the exact sequence of tool \
 calls a careful agent following the policy below makes to serve it (the ground truth).
 
 # Agent policy
@@ -37,7 +39,7 @@ Answer with only a JSON object: {{"summary": "<one sentence: who wants what>", \
 "actions": [{{"name": "<tool>", "kwargs": {{...}}}}]}}"""
 
 INSTRUCTION_SYSTEM = """You write the instruction a simulated customer follows in a \
-customer-service benchmark (τ-bench, {domain} domain). The instruction is written to the \
+customer-service benchmark ({benchmark}, {domain} domain). The instruction is written to the \
 customer in the second person. It says who they are, what they know, what they want (in \
 order, with their preferences and fallbacks), and their personality. It must let an agent \
 that follows the policy reach exactly the given outcome, and must not contain anything the \
@@ -62,9 +64,9 @@ IDENTITY = {
 }
 
 
-def _tools(domain: Domain) -> list[dict[str, Any]]:
+def _tools(target: Target) -> list[dict[str, Any]]:
     out = []
-    for schema in domain.tool_schemas:
+    for schema in target.tool_schemas:
         function = schema.get("function", schema)
         out.append(
             {
@@ -77,13 +79,14 @@ def _tools(domain: Domain) -> list[dict[str, Any]]:
 
 
 def scenario_messages(
-    domain: Domain, context: UserContext, difficulty: Difficulty, hint: str | None
+    domain: Any, context: UserContext, difficulty: Difficulty, hint: str | None
 ) -> list[dict[str, Any]]:
+    target = as_target(domain)
     low, high = difficulty.bounds
-    writes = ", ".join(sorted(n for n, t in domain.tools.items() if t.writes))
+    writes = ", ".join(sorted(target.writes & target.tool_names))
     request = {
         "stage": "scenario",
-        "env": domain.name,
+        "env": target.env,
         "difficulty": difficulty.value,
         "min_actions": low,
         "max_actions": high,
@@ -91,7 +94,7 @@ def scenario_messages(
         "hint": hint or "",
     }
     user = (
-        f"<tools>\n{dumps(_tools(domain))}\n</tools>\n\n"
+        f"<tools>\n{dumps(_tools(target))}\n</tools>\n\n"
         f"<user_context>\n{dumps(context.view)}\n</user_context>\n\n"
         f"<request>\n{dumps(request)}\n</request>\n\n"
         "Suggested focus (optional): "
@@ -104,7 +107,9 @@ def scenario_messages(
     return [
         {
             "role": "system",
-            "content": SCENARIO_SYSTEM.format(domain=domain.name, policy=domain.policy),
+            "content": SCENARIO_SYSTEM.format(
+                benchmark=target.benchmark, domain=target.family, policy=target.policy
+            ),
         },
         {"role": "user", "content": user},
     ]
@@ -134,21 +139,22 @@ def repair_message(validation: Validation, difficulty: Difficulty) -> dict[str, 
 
 
 def instruction_messages(
-    domain: Domain,
+    domain: Any,
     context: UserContext,
     summary: str,
     validation: Validation,
     rng: random.Random,
 ) -> list[dict[str, Any]]:
+    target = as_target(domain)
     name = context.view.get("name", {})
     zip_code = context.view.get("address", {}).get("zip", "")
-    identity = IDENTITY[domain.name].format(
+    identity = IDENTITY[target.family].format(
         user_id=context.user_id,
         first=name.get("first_name", ""),
         last=name.get("last_name", ""),
         zip=zip_code,
     )
-    shipped = [t.instruction for t in domain.tasks("test")]
+    shipped = target.style_examples()
     examples = "\n".join(f"- {e}" for e in rng.sample(shipped, min(EXAMPLES, len(shipped))))
     actions = [
         {
@@ -158,16 +164,18 @@ def instruction_messages(
         }
         for a in validation.executed
     ]
-    request = {"stage": "instruction", "env": domain.name, "user_id": context.user_id}
+    request = {"stage": "instruction", "env": target.env, "user_id": context.user_id}
+    rules = TAU3_INSTRUCTION_RULES if target.instruction_format == "tau3" else INSTRUCTION_RULES
     user = (
         f"<user_context>\n{dumps(context.view)}\n</user_context>\n\n"
         f"<scenario>{summary}</scenario>\n\n"
         f"<actions>\n{dumps(actions)}\n</actions>\n\n"
         f"<request>\n{dumps(request)}\n</request>\n\n"
         f"Instructions of the benchmark, for the style:\n{examples}\n\n"
-        + INSTRUCTION_RULES.format(identity=identity)
+        + rules.format(identity=identity)
     )
+    system = INSTRUCTION_SYSTEM.format(benchmark=target.benchmark, domain=target.family)
     return [
-        {"role": "system", "content": INSTRUCTION_SYSTEM.format(domain=domain.name)},
+        {"role": "system", "content": system},
         {"role": "user", "content": user},
     ]

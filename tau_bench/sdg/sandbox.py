@@ -1,7 +1,8 @@
 """Stage 2: run a proposed action sequence on a fresh episode and decide if it is a task.
 
 Each action is checked (tool name, argument schema, data and policy constraints on the
-episode's current state) and then executed on a private `Env`. The sequence is rejected
+episode's current state) and then executed on a private episode environment of the
+target's suite (v1's `Env`, or a τ³ environment). The sequence is rejected
 when any action fails a check or returns an error (read-only ones too: a ground truth
 that looks up nothing useful teaches nothing), when a terminate tool is not last, when
 the number of actions misses the difficulty's range, or when the final DB hash equals
@@ -15,13 +16,12 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from tau_bench.domains import Domain
-from tau_bench.env import Env
 from tau_bench.sdg.answers import ProposedAction
 from tau_bench.sdg.constraints import check_action
 from tau_bench.sdg.difficulty import Difficulty
 from tau_bench.sdg.problems import DIFFICULTY_MISMATCH, NO_CHANGE, POLICY, TOOL_ERROR, Problem
 from tau_bench.sdg.schema_check import check_call, schemas_by_name
+from tau_bench.sdg.targets import SandboxEnv, Target, as_target
 
 OBSERVATION_CHARS = 300  # kept per action in the provenance record
 
@@ -68,19 +68,22 @@ class Validation:
 
 @dataclass
 class Sandbox:
-    """Validates sequences for one domain; cheap to reuse (one Env, reset per call)."""
+    """Validates sequences for one domain (a suite domain or a `Target`); cheap to reuse
+    (a fresh episode environment per sequence)."""
 
-    domain: Domain
+    domain: Any
+    target: Target = field(init=False)
     _schemas: dict[str, dict[str, Any]] = field(init=False)
 
     def __post_init__(self) -> None:
-        self._schemas = schemas_by_name(self.domain.tool_schemas)
-        self._schemas = {n: s for n, s in self._schemas.items() if n in self.domain.tools}
+        self.target = as_target(self.domain)
+        self._schemas = schemas_by_name(self.target.tool_schemas)
+        self._schemas = {n: s for n, s in self._schemas.items() if n in self.target.tool_names}
 
     def validate(
         self, user_id: str, actions: Sequence[ProposedAction], difficulty: Difficulty
     ) -> Validation:
-        env = Env(self.domain)
+        env = self.target.sandbox_env()
         initial = env.data_hash()
         problems: list[Problem] = []
         executed: list[ExecutedAction] = []
@@ -91,10 +94,8 @@ class Sandbox:
                 break
             output = env.execute(action.name, action.kwargs)
             observation = output.content
-            tool = self.domain.tools[action.name]
-            executed.append(
-                ExecutedAction(action.name, dict(action.kwargs), observation, tool.writes)
-            )
+            writes = action.name in self.target.writes
+            executed.append(ExecutedAction(action.name, dict(action.kwargs), observation, writes))
             if output.is_error:
                 problems.append(Problem(TOOL_ERROR, f"{action.name}: {observation}", index))
                 break
@@ -120,11 +121,11 @@ class Sandbox:
         )
 
     def _check(
-        self, env: Env, user_id: str, index: int, action: ProposedAction, *, last: bool
+        self, env: SandboxEnv, user_id: str, index: int, action: ProposedAction, *, last: bool
     ) -> list[Problem]:
         problems = check_call(self._schemas, index, action.name, action.kwargs)
         if problems:
             return problems
         if env.is_terminate(action.name) and not last:
             return [Problem(POLICY, f"{action.name} ends the conversation: only last", index)]
-        return check_action(self.domain.name, env.db, user_id, index, action.name, action.kwargs)
+        return check_action(self.target.env, env.db, user_id, index, action.name, action.kwargs)

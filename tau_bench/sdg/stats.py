@@ -1,10 +1,12 @@
-"""`tau sdg stats`: the quality report of a generated tasks file.
+"""`tau sdg stats`: the quality report of a generated tasks file (v1 or τ³).
 
 Difficulty consistency (does each task's action count fit the difficulty its provenance
 declares), action-type mix (which tools, reads vs writes), duplicates (identical action
 sequences; instructions whose word 3-gram Jaccard similarity reaches a threshold), the
 validation rate of the runs that wrote the file (from the `.runs.jsonl` sidecar), and
-optionally a re-verification that every task still scores 1.0 on the current data.
+optionally a re-verification by replay: v1, every task still scores 1.0; τ³, the checks
+of `targets.tau3_check` (no tool error, 1.0 with NL assertions assumed met, a DB change
+when DB is in the reward basis), which make stats the validator of a τ³ task file.
 """
 
 from __future__ import annotations
@@ -12,31 +14,31 @@ from __future__ import annotations
 import json
 import re
 from collections import Counter
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from tau_bench.domains import Domain
 from tau_bench.sdg.difficulty import Difficulty, difficulty_of
 from tau_bench.sdg.output import read_jsonl, runs_path
-from tau_bench.tasks import Task
+from tau_bench.sdg.targets import Target, as_target
+from tau_bench.sdg.task_view import TaskView, view_of
+from tau_bench.task_files import TaskFileError, read_task_records
 
 DEFAULT_SIMILARITY = 0.9
 _WORD = re.compile(r"[a-z0-9#_]+")
 
 
-def provenance(task: Task) -> dict[str, Any]:
-    """A task's generation provenance ({} for tasks that have none)."""
-    extra = task.model_extra or {}
-    prov = extra.get("provenance")
-    return prov if isinstance(prov, dict) else {}
+def provenance(task: Any) -> dict[str, Any]:
+    """A task's generation provenance ({} for tasks that have none), either suite."""
+    return view_of(task).provenance
 
 
-def _difficulty(tasks: list[Task]) -> dict[str, Any]:
+def _difficulty(tasks: list[TaskView]) -> dict[str, Any]:
     rows: dict[str, dict[str, Any]] = {}
     inconsistent: list[int] = []
     declared_total = consistent_total = 0
     for i, task in enumerate(tasks):
-        declared = str(provenance(task).get("difficulty"))
+        declared = str(task.provenance.get("difficulty"))
         count = len(task.actions)
         key = declared if declared in Difficulty.__members__ else "undeclared"
         row = rows.setdefault(key, {"tasks": 0, "consistent": 0, "counts": []})
@@ -64,8 +66,8 @@ def _difficulty(tasks: list[Task]) -> dict[str, Any]:
     }
 
 
-def _mix(tasks: list[Task], domain: Domain | None) -> dict[str, Any]:
-    by_tool = Counter(a.name for t in tasks for a in t.actions)
+def _mix(tasks: list[TaskView], target: Target | None) -> dict[str, Any]:
+    by_tool = Counter(name for t in tasks for name, _ in t.actions)
     total = sum(by_tool.values())
     out: dict[str, Any] = {
         "by_tool": dict(by_tool.most_common()),
@@ -73,10 +75,8 @@ def _mix(tasks: list[Task], domain: Domain | None) -> dict[str, Any]:
         "mean_actions": total / len(tasks) if tasks else 0.0,
         "tasks_with_outputs": sum(1 for t in tasks if t.outputs),
     }
-    if domain is not None:
-        writes = sum(
-            n for name, n in by_tool.items() if name in domain.tools and domain.tools[name].writes
-        )
+    if target is not None:
+        writes = sum(n for name, n in by_tool.items() if name in target.writes)
         out.update(
             writes=writes, reads=total - writes, write_share=writes / total if total else 0.0
         )
@@ -108,10 +108,11 @@ def near_duplicates(texts: list[str], threshold: float) -> list[tuple[int, int, 
     return sorted(pairs)
 
 
-def _duplicates(tasks: list[Task], threshold: float) -> dict[str, Any]:
+def _duplicates(tasks: list[TaskView], threshold: float) -> dict[str, Any]:
     groups: dict[str, list[int]] = {}
     for i, task in enumerate(tasks):
-        key = json.dumps([a.model_dump() for a in task.actions], sort_keys=True)
+        calls = [{"name": name, "kwargs": kwargs} for name, kwargs in task.actions]
+        key = json.dumps(calls, sort_keys=True)
         groups.setdefault(key, []).append(i)
     identical = [g for g in groups.values() if len(g) > 1]
     near = near_duplicates([t.instruction for t in tasks], threshold)
@@ -124,7 +125,7 @@ def _duplicates(tasks: list[Task], threshold: float) -> dict[str, Any]:
     }
 
 
-def _validation(runs: list[dict[str, Any]], tasks: list[Task]) -> dict[str, Any] | None:
+def _validation(runs: list[dict[str, Any]], tasks: list[TaskView]) -> dict[str, Any] | None:
     if not runs:
         return None
     samples = sum(int(r.get("samples", 0)) for r in runs)
@@ -139,35 +140,33 @@ def _validation(runs: list[dict[str, Any]], tasks: list[Task]) -> dict[str, Any]
         "written": sum(int(r.get("written", 0)) for r in runs),
         "rate": validated / samples if samples else 0.0,
         "rejected": dict(rejected.most_common()),
-        "repaired_tasks": sum(1 for t in tasks if provenance(t).get("repaired")),
+        "repaired_tasks": sum(1 for t in tasks if t.provenance.get("repaired")),
         "cost": sum(float((r.get("usage") or {}).get("cost", 0.0)) for r in runs),
     }
 
 
-def _verification(tasks: list[Task], domain: Domain) -> dict[str, Any]:
-    from tau_bench.verify import verify_task
-
-    failed = [i for i, t in enumerate(tasks) if verify_task(domain, t, i).reward.reward != 1.0]
-    return {"checked": len(tasks), "passed": len(tasks) - len(failed), "failed": failed}
-
-
 def compute_stats(
-    tasks: list[Task],
+    tasks: list[Any],
     runs: list[dict[str, Any]] | None = None,
     *,
-    domain: Domain | None = None,
+    domain: Any = None,
     similarity: float = DEFAULT_SIMILARITY,
     verify: bool = True,
 ) -> dict[str, Any]:
-    """The quality report as a JSON-ready dict (see the module docstring)."""
+    """The quality report as a JSON-ready dict (see the module docstring). `tasks` are
+    the suite's tasks (as `domain.load_tasks_file` reads them); `domain` a suite domain,
+    a `Target`, or None (no tool kinds, no replay)."""
+    target = as_target(domain) if domain is not None else None
+    views = [view_of(t) for t in tasks]
     return {
         "tasks": len(tasks),
-        "env": domain.name if domain is not None else None,
-        "difficulty": _difficulty(tasks),
-        "action_mix": _mix(tasks, domain),
-        "duplicates": _duplicates(tasks, similarity),
-        "validation": _validation(runs or [], tasks),
-        "verification": _verification(tasks, domain) if verify and domain is not None else None,
+        "env": target.env if target is not None else None,
+        "suite": target.suite if target is not None else None,
+        "difficulty": _difficulty(views),
+        "action_mix": _mix(views, target),
+        "duplicates": _duplicates(views, similarity),
+        "validation": _validation(runs or [], views),
+        "verification": target.verification(tasks) if verify and target is not None else None,
     }
 
 
@@ -175,7 +174,32 @@ def load_runs(tasks_file: Path) -> list[dict[str, Any]]:
     return read_jsonl(runs_path(tasks_file))
 
 
-def env_of(tasks: list[Task]) -> str | None:
+def env_of(tasks: list[Any]) -> str | None:
     """The env most tasks' provenance names (None if none does)."""
     envs = Counter(str(provenance(t).get("env")) for t in tasks if provenance(t).get("env"))
     return envs.most_common(1)[0][0] if envs else None
+
+
+@dataclass(frozen=True)
+class FileHint:
+    """What a tasks file says about itself before its suite is known."""
+
+    env: str | None  # the env most records' provenance names
+    tau3_shaped: bool  # records with `evaluation_criteria`: τ³ tasks
+
+
+def file_hint(path: Path) -> FileHint:
+    """Read the file's raw records for its env (a file that does not parse gives no hint:
+    the suite's loader says why)."""
+    try:
+        records = read_task_records(path)
+    except TaskFileError:
+        return FileHint(None, False)
+    dicts = [r for r in records if isinstance(r, dict)]
+    envs = Counter(
+        str(r["provenance"]["env"])
+        for r in dicts
+        if isinstance(r.get("provenance"), dict) and r["provenance"].get("env")
+    )
+    env = envs.most_common(1)[0][0] if envs else None
+    return FileHint(env, any("evaluation_criteria" in r for r in dicts))

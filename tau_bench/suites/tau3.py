@@ -10,15 +10,17 @@ Domains the core registers later (telecom) appear here without changes.
 
 from __future__ import annotations
 
-import json
 import threading
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from tau_bench.errors import UnknownDomainError, UnknownSplitError
+from pydantic import ValidationError
+
+from tau_bench.errors import TaskFileError, UnknownDomainError, UnknownSplitError
 from tau_bench.suites.tau3_env import Tau3Env, Tau3Reward, Tau3Task
+from tau_bench.task_files import read_task_records
 from tau_bench.tau3 import domain as core
 from tau_bench.tau3.data import PINNED_COMMIT, UPSTREAM_REPO, resolve_tau3_data_dir
 from tau_bench.tau3.judge import AssumeMetJudge
@@ -116,12 +118,19 @@ class Tau3Domain:
             return self._tasks[split]
 
     def load_tasks_file(self, path: Path) -> list[Tau3Task]:
-        """τ³ tasks from a JSON file (a list of tasks, or `{"tasks": [...]}`)."""
-        data = json.loads(Path(path).read_text(encoding="utf-8"))
-        items = data.get("tasks", []) if isinstance(data, dict) else data
-        if not isinstance(items, list):
-            raise UnknownSplitError(f"{path}: expected a JSON list of τ³ tasks")
-        return [Tau3Task(Task.from_dict(t)) for t in items]
+        """τ³ tasks from a file: a JSON array (as upstream's `tasks.json`), `{"tasks": [...]}`,
+        or JSON lines (what `tau sdg generate` writes); a bad file is one `TaskFileError`."""
+        tasks = []
+        for i, item in enumerate(read_task_records(Path(path))):
+            if not isinstance(item, dict):
+                raise TaskFileError(f"{path}: task {i}: expected a JSON object (a τ³ task)")
+            try:
+                tasks.append(Tau3Task(Task.from_dict(item)))
+            except ValidationError as exc:
+                first = exc.errors()[0]
+                where = ".".join(str(p) for p in first["loc"])
+                raise TaskFileError(f"{path}: task {i}: {where}: {first['msg']}") from None
+        return tasks
 
     def task_by_id(self, task_id: str, split: str | None = None) -> tuple[int, Tau3Task]:
         """(index, task) of the task whose τ³ id is `task_id` in `split`."""
@@ -146,11 +155,13 @@ class Tau3Domain:
             "domain": self.loaded.name,
         }
 
-    def verify(self, tasks: Sequence[Any]) -> list[VerifiedTau3]:
-        """Replay each task's expected actions and communicate message, then evaluate."""
+    def verify(self, tasks: Sequence[Any], *, with_hashes: bool = False) -> list[VerifiedTau3]:
+        """Replay each task's expected actions and communicate message, then evaluate
+        (`with_hashes`: keep the DB hashes before and after each action, e.g. to tell
+        whether the actions change anything)."""
         out = []
         for i, task in enumerate(tasks):
-            replay = replay_task(self.loaded, task.task, self.judge, with_hashes=False)
+            replay = replay_task(self.loaded, task.task, self.judge, with_hashes=with_hashes)
             ev = replay.evaluation
             reward = None
             if ev is not None:

@@ -21,21 +21,25 @@ Finding = tuple[str, str]  # (reason, message)
 Check = Callable[[EpisodeDB, str, Mapping[str, Any]], list[Finding]]
 
 
-def _checks(domain: str) -> Mapping[str, Check]:
-    if domain == "airline":
-        from tau_bench.sdg.constraints.airline import CHECKS
-    elif domain == "retail":
-        from tau_bench.sdg.constraints.retail import CHECKS
-    else:
-        return {}
-    return CHECKS
+def _checks(env: str) -> Mapping[str, Check]:
+    """The checks of an `--env`: v1's domains, and τ³'s (its airline policy differs)."""
+    if env in ("airline", "tau3/airline"):
+        from tau_bench.sdg.constraints import airline
+
+        return airline.TAU3_CHECKS if env == "tau3/airline" else airline.CHECKS
+    if env in ("retail", "tau3/retail"):
+        from tau_bench.sdg.constraints import retail
+
+        return retail.CHECKS
+    return {}
 
 
 def check_action(
-    domain: str, db: EpisodeDB, user_id: str, index: int, name: str, kwargs: Mapping[str, Any]
+    env: str, db: EpisodeDB, user_id: str, index: int, name: str, kwargs: Mapping[str, Any]
 ) -> list[Problem]:
-    """Constraint problems of running `name(**kwargs)` for `user_id` on `db` now."""
-    check = _checks(domain).get(name)
+    """Constraint problems of running `name(**kwargs)` for `user_id` on `db` now
+    (`env`: the `--env` name, e.g. `retail` or `tau3/retail`)."""
+    check = _checks(env).get(name)
     if check is None:
         return []
     return [

@@ -1,12 +1,15 @@
 """Airline constraints: the user's own reservations and payment methods, flights that
 exist on the given dates with seats, coherent routes, and the policy's rules on changes,
-cancellations, bags, passengers, payments and compensation certificates."""
+cancellations, bags, passengers, payments and compensation certificates. τ³'s airline
+policy is the same on these points but one: gold members get 4 free bags per business
+passenger (`TAU3_CHECKS`)."""
 
 from __future__ import annotations
 
+import functools
 import itertools
 import re
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any
 
 from tau_bench.db import EpisodeDB
@@ -24,6 +27,9 @@ FREE_BAGS = {
     "silver": {"basic_economy": 1, "economy": 2, "business": 3},
     "gold": {"basic_economy": 2, "economy": 3, "business": 3},
 }
+# τ³'s airline policy gives gold members 4 free bags per business passenger.
+TAU3_FREE_BAGS = {**FREE_BAGS, "gold": {**FREE_BAGS["gold"], "business": 4}}
+Allowance = Mapping[str, Mapping[str, int]]
 _DATE = re.compile(r"^2024-\d{2}-\d{2}$")
 _DOB = re.compile(r"^\d{4}-\d{2}-\d{2}$")
 
@@ -132,10 +138,10 @@ def _route(
     return []
 
 
-def _free_bags(db: EpisodeDB, reservation: Mapping[str, Any]) -> int:
+def _free_bags(db: EpisodeDB, reservation: Mapping[str, Any], allowance: Allowance) -> int:
     """The policy's free bag allowance of a reservation (membership x cabin x passengers)."""
     membership = db["users"][reservation["user_id"]].get("membership", "regular")
-    per_passenger = FREE_BAGS.get(membership, FREE_BAGS["regular"]).get(reservation["cabin"], 0)
+    per_passenger = allowance.get(membership, allowance["regular"]).get(reservation["cabin"], 0)
     return per_passenger * len(reservation["passengers"])
 
 
@@ -152,7 +158,9 @@ def _passengers_ok(passengers: Any) -> list[Finding]:
 # ----------------------------------------------------------------------------- tools
 
 
-def book_reservation(db: EpisodeDB, user_id: str, kw: Mapping[str, Any]) -> list[Finding]:
+def book_reservation(
+    db: EpisodeDB, user_id: str, kw: Mapping[str, Any], allowance: Allowance = FREE_BAGS
+) -> list[Finding]:
     out = _user_matches(user_id, kw["user_id"])
     if out:
         return out
@@ -176,7 +184,7 @@ def book_reservation(db: EpisodeDB, user_id: str, kw: Mapping[str, Any]) -> list
         if count > MAX_PAYMENTS.get(source, 99):
             out.append((POLICY, f"at most {MAX_PAYMENTS[source]} {source} payment(s) per booking"))
     membership = db["users"][user_id].get("membership", "regular")
-    free = FREE_BAGS.get(membership, FREE_BAGS["regular"]).get(cabin, 0) * len(passengers)
+    free = allowance.get(membership, allowance["regular"]).get(cabin, 0) * len(passengers)
     total, nonfree = kw["total_baggages"], kw["nonfree_baggages"]
     if total < 0 or nonfree != max(0, total - free):
         out.append(
@@ -237,7 +245,7 @@ def update_reservation_flights(db: EpisodeDB, user_id: str, kw: Mapping[str, Any
 
 
 def update_reservation_baggages(
-    db: EpisodeDB, user_id: str, kw: Mapping[str, Any]
+    db: EpisodeDB, user_id: str, kw: Mapping[str, Any], allowance: Allowance = FREE_BAGS
 ) -> list[Finding]:
     reservation, out = _reservation(db, user_id, kw["reservation_id"])
     if reservation is None:
@@ -255,7 +263,9 @@ def update_reservation_baggages(
     elif total == reservation["total_baggages"]:
         out.append((POLICY, "the update adds no bag"))
     else:
-        expected = max(reservation["nonfree_baggages"], total - _free_bags(db, reservation))
+        expected = max(
+            reservation["nonfree_baggages"], total - _free_bags(db, reservation, allowance)
+        )
         if nonfree != expected:
             out.append(
                 (
@@ -337,4 +347,11 @@ CHECKS = {
     "update_reservation_baggages": update_reservation_baggages,
     "update_reservation_flights": update_reservation_flights,
     "update_reservation_passengers": update_reservation_passengers,
+}
+TAU3_CHECKS: dict[str, Callable[[EpisodeDB, str, Mapping[str, Any]], list[Finding]]] = {
+    **CHECKS,
+    "book_reservation": functools.partial(book_reservation, allowance=TAU3_FREE_BAGS),
+    "update_reservation_baggages": functools.partial(
+        update_reservation_baggages, allowance=TAU3_FREE_BAGS
+    ),
 }

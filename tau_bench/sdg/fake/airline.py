@@ -5,7 +5,7 @@ from __future__ import annotations
 import random
 from typing import Any
 
-from tau_bench.sdg.constraints.airline import BOOKED_RECENTLY, FREE_BAGS
+from tau_bench.sdg.constraints.airline import BOOKED_RECENTLY, FREE_BAGS, Allowance
 from tau_bench.sdg.fake.plan import Call, Write, assemble, call, pick_writes, write_count
 
 NEW_CABIN = {"basic_economy": "economy", "economy": "business", "business": "economy"}
@@ -82,7 +82,9 @@ def _cabin_change(res: dict[str, Any], view: dict[str, Any], before: list[Call])
     return Write(rid, f"move reservation {rid} to {new}", action, before, [calc])
 
 
-def candidates(view: dict[str, Any], rng: random.Random) -> list[Write]:
+def candidates(
+    view: dict[str, Any], rng: random.Random, allowance: Allowance = FREE_BAGS
+) -> list[Write]:
     out: list[Write] = []
     saved = view["saved_passengers"]
     for res in view["reservations"]:
@@ -109,7 +111,7 @@ def candidates(view: dict[str, Any], rng: random.Random) -> list[Write]:
         payer = _payer(view, 50)
         if payer:
             total = res["total_baggages"] + 1
-            free = FREE_BAGS[view["membership"]][res["cabin"]] * count
+            free = allowance[view["membership"]][res["cabin"]] * count
             nonfree = max(res["nonfree_baggages"], total - free)
             bags = call(
                 "update_reservation_baggages",
@@ -155,8 +157,15 @@ def candidates(view: dict[str, Any], rng: random.Random) -> list[Write]:
     return out
 
 
-def plan(view: dict[str, Any], low: int, high: int, rng: random.Random) -> tuple[str, list[Call]]:
-    writes = pick_writes(candidates(view, rng), write_count(high, rng), rng)
+def plan(
+    view: dict[str, Any],
+    low: int,
+    high: int,
+    rng: random.Random,
+    allowance: Allowance = FREE_BAGS,
+) -> tuple[str, list[Call]]:
+    """A scenario for the user of `view`; `allowance`: the policy's free bags (v1 or τ³)."""
+    writes = pick_writes(candidates(view, rng, allowance), write_count(high, rng), rng)
     written = {w.key for w in writes}
     first = [call("get_user_details", user_id=view["user_id"])]
     extra = [

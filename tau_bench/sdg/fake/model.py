@@ -1,6 +1,8 @@
 """The fake model: reads the pipeline's tagged prompt, answers like a careful model, and
 makes the mistakes it is told to make (`faults`), so tests and the benchmark exercise
-every rejection path through real HTTP and litellm calls."""
+every rejection path through real HTTP and litellm calls. It serves v1 and τ³ domains
+alike (`tau3/airline`, `tau3/retail`): τ³ gets its airline bag allowance and the
+structured user-scenario instructions its prompt asks for."""
 
 from __future__ import annotations
 
@@ -10,10 +12,11 @@ import re
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from tau_bench.domains import Domain
 from tau_bench.fakes.openai_server import ChatReply, ChatRequest
+from tau_bench.sdg.constraints.airline import FREE_BAGS, TAU3_FREE_BAGS
 from tau_bench.sdg.fake import airline, retail
 from tau_bench.sdg.fake.plan import Call, call, describe_method
+from tau_bench.sdg.targets import as_target
 
 SCENARIO_FAULTS = (
     "malformed",  # not JSON once; the retry is fine
@@ -54,8 +57,9 @@ def _tags(messages: Sequence[dict[str, Any]], name: str) -> list[Any]:
 class FakeModel:
     """Answers the pipeline's prompts. `faults(stage, view)` decides the mistakes."""
 
-    def __init__(self, domain: Domain, faults: FaultPicker | None = None) -> None:
+    def __init__(self, domain: Any, faults: FaultPicker | None = None) -> None:
         self.domain = domain
+        self.target = as_target(domain)
         self.faults: FaultPicker = faults or (lambda stage, view: None)
         self.calls = 0
 
@@ -91,8 +95,11 @@ class FakeModel:
     def _scenario(self, view: dict[str, Any], request: dict[str, Any], fault: str | None) -> str:
         low, high = int(request.get("min_actions", 1)), int(request.get("max_actions", 1))
         rng = random.Random(f"{view['user_id']}:{low}:{high}:{request.get('focus')}")
-        planner = airline if self.domain.name == "airline" else retail
-        summary, actions = planner.plan(view, low, high, rng)
+        if self.target.family == "airline":
+            allowance = TAU3_FREE_BAGS if self.target.suite == "tau3" else FREE_BAGS
+            summary, actions = airline.plan(view, low, high, rng, allowance)
+        else:
+            summary, actions = retail.plan(view, low, high, rng)
         writes = [i for i, a in enumerate(actions) if self._writes(a["name"])]
         if fault in ("malformed", "malformed_always"):
             return f"Sure! Here is the scenario: {{'summary': {summary!r}, 'actions': " + str(
@@ -103,8 +110,7 @@ class FakeModel:
         return json.dumps({"summary": summary, "actions": actions})
 
     def _writes(self, name: str) -> bool:
-        tool = self.domain.tools.get(name)
-        return bool(tool and tool.writes)
+        return name in self.target.writes
 
     def _break(
         self,
@@ -139,7 +145,7 @@ class FakeModel:
 
     def _foreign(self, view: dict[str, Any], kwargs: dict[str, Any]) -> None:
         """Point the write at another customer's record (which the tool would accept)."""
-        tables = self.domain.base_db.tables
+        tables = self.target.tables
         me = view["user_id"]
         if "order_id" in kwargs:
             status = tables["orders"][kwargs["order_id"]]["status"]
@@ -175,7 +181,7 @@ class FakeModel:
 
     def _refused(self, view: dict[str, Any], target: Call, rng: random.Random) -> Call:
         """A call every check lets through but the tool refuses."""
-        if self.domain.name == "airline":
+        if self.target.family == "airline":
             wrong = airline.booking(view, rng, overpay=1)
             return wrong.action if wrong else target
         for order in view["orders"]:
@@ -202,27 +208,39 @@ class FakeModel:
         if fault == "malformed_instruction":
             return "instruction: You want things done."
         methods = {m["id"]: m for m in view["payment_methods"]}
-        if self.domain.name == "airline":
-            parts = [f"Your user id is {view['user_id']}."]
+        if self.target.family == "airline":
+            identity = f"Your user id is {view['user_id']}."
         else:
             name = view["name"]
-            parts = [
+            identity = (
                 f"You are {name['first_name']} {name['last_name']} in {view['address']['zip']}."
-            ]
+            )
+        wants: list[str] = []
         outputs: list[str] = []
         for action in actions:
             sentence = self._want(view, action, methods)
             if sentence:
-                parts.append(sentence)
+                wants.append(sentence)
             if action["name"] == "calculate" and not str(action["observation"]).startswith("Error"):
-                parts.append("You want to know the total amount involved.")
+                wants.append("You want to know the total amount involved.")
                 outputs.append(str(action["observation"]))
-        parts.append("You are polite but brief, and you only answer what you are asked.")
+        manner = ["You are polite but brief, and you only answer what you are asked."]
         if fault in ("leak", "bad_always"):
-            parts.append(f"Your payment method id is {next(iter(methods))}.")
+            manner.append(f"Your payment method id is {next(iter(methods))}.")
         if fault == "ungrounded":
             outputs.append("98765.43")
-        return json.dumps({"instruction": " ".join(parts), "outputs": outputs})
+        if self.target.instruction_format == "tau3":
+            return json.dumps(
+                {
+                    "known_info": identity,
+                    "reason_for_call": " ".join(wants),
+                    "unknown_info": "You do not remember any internal reference numbers.",
+                    "task_instructions": " ".join(manner),
+                    "outputs": outputs,
+                }
+            )
+        instruction = " ".join([identity, *wants, *manner])
+        return json.dumps({"instruction": instruction, "outputs": outputs})
 
     def _want(self, view: dict[str, Any], action: dict[str, Any], methods: dict[str, Any]) -> str:
         name, kw = action["name"], action["kwargs"]

@@ -28,7 +28,9 @@ def _root(tmp_path: Path) -> Path:
 
 def test_our_judge_through_litellm_gets_every_assertion_met(tmp_path: Path) -> None:
     with OpenAIServer(all_met) as server:
-        judge = LLMJudge("openai/gpt-4.1-2025-04-14", root=_root(tmp_path), api_base=server.base_url)
+        judge = LLMJudge(
+            "openai/gpt-4.1-2025-04-14", root=_root(tmp_path), api_base=server.base_url
+        )
         trajectory = [Message(role="user", content="hi"), Message(role="assistant", content="ok")]
         checks, usage = asyncio.run(judge.ajudge(trajectory, ASSERTIONS))
     assert [c.to_dict()["nl_assertion"] for c in checks] == ASSERTIONS

@@ -57,3 +57,43 @@ def run_generation(tmp_path: Path, data_dir: Path) -> Generate:
         return report, sorted(outcomes, key=lambda o: o.index), output
 
     return run
+
+
+@pytest.fixture(scope="session")
+def tau3_airline() -> Any:
+    from tau_bench.suites import load_domain
+    from tests.conftest import TAU3_DATA_DIR
+
+    return load_domain("tau3/airline", TAU3_DATA_DIR)
+
+
+@pytest.fixture(scope="session")
+def tau3_retail() -> Any:
+    from tau_bench.suites import load_domain
+    from tests.conftest import TAU3_DATA_DIR
+
+    return load_domain("tau3/retail", TAU3_DATA_DIR)
+
+
+@pytest.fixture
+def run_tau3_generation(tmp_path: Path, tau3_airline: Any, tau3_retail: Any) -> Generate:
+    """`run_generation` for `tau3/airline` and `tau3/retail` (the τ³ data directory)."""
+
+    async def run(
+        env: str, difficulty: str, n: int, **kw: Any
+    ) -> tuple[GenerationReport, list[SampleOutcome], Path]:
+        domain = tau3_airline if env == "tau3/airline" else tau3_retail
+        output = kw.pop("output_file", tmp_path / f"{env.replace('/', '-')}-{difficulty}.jsonl")
+        options = GenerateOptions(
+            env=env,
+            difficulty=Difficulty(difficulty),
+            num_samples=n,
+            output_file=output,
+            model=MODEL,
+            **kw,
+        )
+        outcomes: list[SampleOutcome] = []
+        report = await generate(options, on_outcome=outcomes.append, domain=domain)
+        return report, sorted(outcomes, key=lambda o: o.index), output
+
+    return run

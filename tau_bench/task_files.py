@@ -1,0 +1,65 @@
+"""Reading a tasks file into its raw records, whatever the suite.
+
+Every suite accepts the same three layouts, so a file written by `tau sdg generate` (JSON
+lines, one task per line, appended as tasks are made) and an upstream `tasks.json` (a JSON
+array; τ³ also `{"tasks": [...]}`) load alike. Each suite validates the records itself.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+from tau_bench.errors import TaskFileError
+
+__all__ = ["TaskFileError", "read_task_records"]
+
+
+def read_task_records(path: Path) -> list[Any]:
+    """The file's records: a JSON array, `{"tasks": [...]}`, or JSON lines."""
+    try:
+        text = Path(path).read_text(encoding="utf-8")
+    except OSError as exc:
+        raise TaskFileError(f"cannot read tasks file {path}: {exc.strerror}") from None
+    except UnicodeDecodeError:
+        raise TaskFileError(f"{path}: not a text file (UTF-8)") from None
+    if text.lstrip().startswith("["):
+        raw = _loads(path, text)
+    else:
+        try:
+            raw = _unwrap(json.loads(text))  # one JSON document: a task, or wrapped tasks
+        except json.JSONDecodeError as whole:
+            raw = _lines(path, text, whole)
+    if not isinstance(raw, list):
+        raise TaskFileError(f"{path}: expected a JSON array of tasks")
+    return raw
+
+
+def _unwrap(value: Any) -> Any:
+    """`{"tasks": [...]}` -> the list; a single task -> a list of it."""
+    if isinstance(value, dict) and isinstance(value.get("tasks"), list):
+        return value["tasks"]
+    return [value]
+
+
+def _lines(path: Path, text: str, whole: json.JSONDecodeError) -> list[Any]:
+    """JSON lines; a first line that is not JSON means one broken multi-line document."""
+    out = []
+    for number, line in enumerate(text.splitlines(), start=1):
+        if not line.strip():
+            continue
+        try:
+            out.append(json.loads(line))
+        except json.JSONDecodeError as exc:
+            error = whole if not out else exc
+            where = error.lineno if not out else number
+            raise TaskFileError(f"{path}: not valid JSON ({error.msg} at line {where})") from None
+    return out
+
+
+def _loads(path: Path, text: str) -> Any:
+    try:
+        return json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise TaskFileError(f"{path}: not valid JSON ({exc.msg} at line {exc.lineno})") from None
