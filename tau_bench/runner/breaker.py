@@ -4,10 +4,11 @@ Why: once a key expires or an endpoint goes away mid-run, every remaining episod
 the same way after its own retries (hours for a large run). After `threshold`
 consecutive infrastructure failures *of one kind* (same source and error kind: e.g.
 five `agent agent_unavailable` in a row), the runner takes no new episode, lets the
-running ones finish, writes the results and the CLI prints the resume command. Any
-episode that finishes or fails differently resets the count, so scattered errors never
-stop a run. An agent's own failure (`agent_failure`: a protocol error, scored 0) is
-its behaviour, not infrastructure, and resets the count too.
+running ones finish (the Ray backend cancels them instead: `runner.distributed`), writes
+the results and the CLI prints the resume command. Any episode that finishes or fails
+differently resets the count, so scattered errors never stop a run. An agent's own
+failure (`agent_failure`: a protocol error, scored 0) is its behaviour, not
+infrastructure, and resets the count too.
 """
 
 from __future__ import annotations
@@ -39,7 +40,11 @@ class CircuitBreaker:
         self.last_message = ""
 
     def observe(self, record: EpisodeRecord) -> bool:
-        """Count `record`; True when the breaker trips (now or earlier)."""
+        """Count `record`; True when the breaker trips (now or earlier). Once tripped
+        it stays as it tripped: episodes that finish afterwards (in flight when it
+        tripped) do not rewrite the reason."""
+        if self.tripped:
+            return True
         kind = failure_kind(record)
         if kind is None:
             self.kind, self.count = None, 0

@@ -237,13 +237,18 @@ class Runner:
         if self.observer is not None:
             self.observer.episode_done(record)
 
+    def _finish(self, record: EpisodeRecord) -> bool:
+        """Store a finished episode and count it on the circuit breaker (both backends
+        come through here, in the order episodes finish): True when the run must stop."""
+        self._store(record)
+        return self.breaker.observe(record)
+
     async def _work(self, provider: AgentProvider, queue: deque[Key], slots: ProviderSlots) -> None:
         while queue:
             key = queue.popleft()
             async with slots.hold():
                 record = await self._episode(provider, key)
-            self._store(record)
-            if self.breaker.observe(record):
+            if self._finish(record):
                 queue.clear()  # no new episodes; the running ones finish
             # An agent that never suspends (oracle) must still let Ctrl-C and the
             # other workers in between episodes.

@@ -43,7 +43,9 @@ async def run_on_workers(runner: Runner) -> RunOutcome:
     This process stays the only writer (log, observer, results, summary); workers
     return each finished record. Episodes a worker could not finish, even restarted,
     stay out of the log (`--resume` re-runs them) with a line in `worker_errors`; on
-    cancellation the workers are killed and what finished is written, as locally."""
+    cancellation the workers are killed and what finished is written, as locally. The
+    circuit breaker stops the run as locally (`stopped_early`), except that episodes in
+    flight are cancelled rather than awaited: they stay out of the log for `--resume`."""
     from tau_bench.runner.backends.ray import RayBackend
 
     runner._started = time.perf_counter()
@@ -71,7 +73,9 @@ async def run_on_workers(runner: Runner) -> RunOutcome:
         runner.observer.started(len(runner.plan.order), done)
     interrupted = False
     try:
-        await backend.run(pending, lambda data: runner._store(EpisodeRecord.from_dict(data)))
+        # One circuit breaker for both backends: `_finish` counts each record as it
+        # comes back; when it trips, the backend cancels what is in flight.
+        await backend.run(pending, lambda data: runner._finish(EpisodeRecord.from_dict(data)))
     except BaseException:
         interrupted = True
         raise

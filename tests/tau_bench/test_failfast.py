@@ -139,6 +139,21 @@ async def test_scattered_failures_never_trip_the_breaker(tmp_path: Path) -> None
     assert breaker.observe(record(down))
 
 
+def test_a_tripped_breaker_keeps_its_reason() -> None:
+    """Episodes in flight when it trips finish later; they do not rewrite why it stopped."""
+    from tau_bench.records import EpisodeRecord
+    from tau_bench.runner.breaker import CircuitBreaker
+
+    down = {"source": "agent", "kind": "agent_unavailable", "message": "503"}
+    breaker = CircuitBreaker(2)
+    for error in (down, down):
+        breaker.observe(EpisodeRecord(task_id=0, trial=0, reward=None, error=error))
+    reason = breaker.reason()
+    assert reason == "2 consecutive 'agent agent_unavailable' failures (last: 503)"
+    assert breaker.observe(EpisodeRecord(task_id=1, trial=0, reward=1.0))
+    assert breaker.reason() == reason
+
+
 def test_the_cli_prints_why_it_stopped_and_the_resume_command(
     tmp_path: Path, down_bot: tuple[Unavailable, Path]
 ) -> None:

@@ -3,7 +3,8 @@ the only writer.
 
 One small local Ray (2 CPUs) serves the in-process tests of this module; the runner
 joins it rather than starting its own. Killing the driver is tested with a real `tau
-run` subprocess in tests/tau_bench/test_runner_ray_driver.py.
+run` subprocess in tests/tau_bench/test_runner_ray_driver.py, a cluster of two nodes in
+tests/tau_bench/test_runner_multinode.py.
 """
 
 from __future__ import annotations
@@ -11,14 +12,22 @@ from __future__ import annotations
 import asyncio
 import json
 import os
+import select
 import signal
+import socket
 import sys
+import threading
+import time
+from collections.abc import Iterator
+from contextlib import AbstractAsyncContextManager
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
 
 import psutil
 import pytest
 import ray
+import yaml
 from typer.testing import CliRunner
 
 from tau_adapters import registry
@@ -30,6 +39,8 @@ from tau_bench.fakes.openai_server import ChatReply, ChatRequest, OpenAIServer
 from tau_bench.records import EpisodeRecord
 from tau_bench.results_log import read_log
 from tau_bench.runner import Runner, RunOutcome, prepare_run, worker_config
+from tau_bench.runner.backends.limiter import ProviderLimiter, RemoteSlots
+from tau_bench.runner.backends.ray import STOP_DEADLINE
 from tests.conftest import DATA_DIR
 
 RETAIL = [f"retail/{i}" for i in range(6)]
@@ -227,6 +238,191 @@ async def test_provider_limit_holds_cluster_wide(tmp_path):
     assert outcome.summary["errors"] == 0 and len(outcome.records) == 8
     # Two workers with 4 episodes each: per-worker caps would let 4 calls through.
     assert peak == 2
+
+
+class SlotHolder:
+    """A Ray actor that takes provider slots the way an episode worker's model calls do
+    (`RemoteSlots`), and keeps them until told to give them back."""
+
+    def __init__(self, limiter: Any) -> None:
+        self.slots = RemoteSlots(limiter, wait_deadline=DEADLINE)
+        self.held: list[AbstractAsyncContextManager[None]] = []
+
+    async def take(self, provider: str, n: int) -> int:
+        for _ in range(n):
+            slot = self.slots.hold(provider)
+            await slot.__aenter__()
+            self.held.append(slot)
+        return os.getpid()
+
+    async def give_back(self) -> None:
+        while self.held:
+            await self.held.pop().__aexit__(None, None, None)
+
+
+def in_use(limiter: Any) -> dict[str, int]:
+    return dict(ray.get(limiter.in_use.remote(), timeout=DEADLINE))
+
+
+async def test_a_worker_killed_holding_provider_slots_gives_them_back() -> None:
+    ttl = 1.0  # seconds; a run's limiter uses LEASE_TTL
+    limiter = (
+        ray.remote(ProviderLimiter)
+        .options(num_cpus=0, max_concurrency=100)
+        .remote({"openai": 3}, ttl)
+    )
+    holder = ray.remote(SlotHolder).options(num_cpus=0)
+    alive, doomed, newcomer = holder.remote(limiter), holder.remote(limiter), holder.remote(limiter)
+    try:
+        await asyncio.wait_for(alive.take.remote("openai", 1), DEADLINE)
+        pid = await asyncio.wait_for(doomed.take.remote("openai", 2), DEADLINE)
+        assert in_use(limiter) == {"openai": 3}
+        os.kill(pid, signal.SIGKILL)  # dies holding two slots: no release will ever come
+        # Its two leases expire; the live holder, heard from before it, renews and keeps
+        # its own (without renewals it would expire first: 3, 2, 0 - never 1).
+        await wait_until(lambda: in_use(limiter) == {"openai": 1}, "the dead worker's slots")
+        # The whole limit is usable again: both freed slots can be taken.
+        await asyncio.wait_for(newcomer.take.remote("openai", 2), DEADLINE)
+        assert in_use(limiter) == {"openai": 3}
+        await asyncio.wait_for(alive.give_back.remote(), DEADLINE)
+        await asyncio.wait_for(newcomer.give_back.remote(), DEADLINE)
+        await wait_until(lambda: in_use(limiter) == {"openai": 0}, "every slot released")
+    finally:
+        for actor in (alive, doomed, newcomer, limiter):
+            ray.kill(actor, no_restart=True)
+
+
+class HangsThenDown:
+    """An HTTP bot on 127.0.0.1: the first request hangs until `release` is set (noting
+    when its client goes away), every other one is answered 503."""
+
+    def __init__(self) -> None:
+        self.requests = 0
+        self.lock = threading.Lock()
+        self.holding = threading.Event()
+        self.client_gone = threading.Event()
+        self.release = threading.Event()
+        owner = self
+
+        class Handler(BaseHTTPRequestHandler):
+            def do_POST(self) -> None:
+                self.rfile.read(int(self.headers.get("content-length") or 0))
+                with owner.lock:
+                    owner.requests += 1
+                    first = owner.requests == 1
+                if first:
+                    owner.holding.set()
+                    while not owner.release.wait(0.05):
+                        if closed(self.connection):
+                            owner.client_gone.set()
+                            return
+                self.send_response(503)
+                self.send_header("content-length", "0")
+                self.end_headers()
+
+            def log_message(self, *args: Any) -> None:
+                pass
+
+        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.server.daemon_threads = True
+        self.url = f"http://127.0.0.1:{self.server.server_address[1]}"
+        self.thread = threading.Thread(target=self.server.serve_forever, daemon=True)
+        self.thread.start()
+
+    def close(self) -> None:
+        self.release.set()
+        self.server.shutdown()
+        self.server.server_close()
+        self.thread.join(timeout=DEADLINE)
+
+
+def closed(conn: socket.socket) -> bool:
+    """Whether the peer closed `conn` (readable, and nothing left to read)."""
+    readable, _, _ = select.select([conn], [], [], 0)
+    try:
+        return bool(readable) and conn.recv(1, socket.MSG_PEEK) == b""
+    except OSError:
+        return True
+
+
+@pytest.fixture
+def hanging_bot(tmp_path: Path) -> Iterator[tuple[HangsThenDown, Path]]:
+    bot = HangsThenDown()
+    config = {
+        "base_url": bot.url,
+        "session": {"mode": "stateless"},
+        "retry": {"max_attempts": 1},
+        # The hung request fails by itself only after this: a run without the breaker
+        # waits for it and records it (and fails the test that long after).
+        "timeout": 60,
+        "message": {"path": "/chat", "body": {"messages": "{{ messages }}"}},
+        "response": {"messages": "reply"},
+    }
+    path = tmp_path / "bot.yaml"
+    path.write_text(yaml.safe_dump(config))
+    try:
+        yield bot, path
+    finally:
+        bot.close()
+
+
+def wait_for(condition: Any, what: str) -> None:
+    end = time.monotonic() + DEADLINE
+    while not condition():
+        if time.monotonic() > end:
+            raise AssertionError(f"timed out waiting for {what}")
+        time.sleep(0.02)
+
+
+def test_the_breaker_stops_a_ray_run_as_it_stops_a_local_one(
+    tmp_path: Path, hanging_bot: tuple[HangsThenDown, Path], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    bot, bot_file = hanging_bot
+
+    def tau_run(name: str, *extra: str) -> Any:
+        args = ["--env", "retail", "--agent-strategy", "http", "--http-config", str(bot_file)]
+        args += ["--user-strategy", "scripted", "--task-ids", "0-9", "--skip-preflight"]
+        args += ["--max-consecutive-failures", "3", "--quiet", "--data-dir", str(DATA_DIR)]
+        args += ["--log-dir", str(tmp_path), "--run-name", name, *extra]
+        return CliRunner().invoke(run_cmd.standalone_app(), args)
+
+    # Two episodes in flight: one hangs on the bot, the others fail with 503 one by one.
+    on_ray = tau_run("ray", "--backend", "ray", "--workers", "2", "--max-concurrency", "2")
+    assert bot.holding.is_set() and not bot.release.is_set()
+    # The run stopped without waiting for the hung episode: it was cancelled (its
+    # connection closed), not awaited, and it is not in the log.
+    wait_for(bot.client_gone.is_set, "the hung episode's connection to close")
+    assert on_ray.exit_code == 1, on_ray.output
+    log = tmp_path / "ray.jsonl"
+    rows = [json.loads(x) for x in log.read_text().splitlines()[1:]]
+    assert len(rows) == 3 and len({(r["task_id"], r["trial"]) for r in rows}) == 3
+    assert all(r["error"]["class"] == "agent_unavailable" for r in rows)
+    summary = json.loads((tmp_path / "ray.summary.json").read_text())
+    assert summary["episodes_run_now"] == 3 and "worker_errors" not in summary
+    # Cancelled at once: had the cancellation not taken, the backend would have waited
+    # its STOP_DEADLINE (30 s) for the episode before giving up on it (~3 s here).
+    assert summary["wall_time"] < STOP_DEADLINE
+
+    # The local backend, same failures: the same message, exit status and record count.
+    local = tau_run("local")
+    assert local.exit_code == 1, local.output
+    assert stopped_early(on_ray.output) == stopped_early(local.output).replace(
+        "local.jsonl", "ray.jsonl"
+    )
+    assert "stopped early: 3 consecutive 'agent adapter_error' failures" in on_ray.output
+    assert len(read_log(tmp_path / "local.jsonl").records) == 3
+
+    # Resumable: `tau run --resume` plans every episode not finished (the errors, the
+    # cancelled one, the never started).
+    cfg, result = parse(monkeypatch, "--resume", str(log))
+    assert result.exit_code == 0 and cfg is not None, result.output
+    assert len(prepare_run(cfg).pending) == 10
+
+
+def stopped_early(output: str) -> str:
+    lines = [line for line in output.splitlines() if line.startswith("stopped early:")]
+    assert len(lines) == 1, output
+    return lines[0]
 
 
 def test_worker_config_shares_concurrency_not_limits(tmp_path):

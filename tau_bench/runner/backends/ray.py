@@ -6,13 +6,17 @@ the run caps providers, one `ProviderLimiter` actor, and hands out (task, trial)
 at most `max_concurrency` episodes in flight cluster-wide (fewer when `--provider-limit`
 caps the agent strategy itself), each to the least-loaded worker. Every finished record
 comes back to the driver, which stores it (log, progress, results) - so the results
-contract is the local one and `--resume` works across backends.
+contract is the local one and `--resume` works across backends. When storing a record
+trips the run's circuit breaker, nothing new is handed out and the episodes in flight
+are cancelled (a record that came back meanwhile is still stored).
 
 Failures: a worker process that dies is restarted by Ray and its in-flight episodes are
 re-run on it (`max_restarts`, `max_task_retries`); the driver stores one record per
 key, so nothing is duplicated. A worker that keeps dying leaves its episodes out of the
 log with a line in `errors` (`--resume` runs them). When the driver goes, so does its
-job: the actors are not detached, and a Ray started here shares the driver's fate.
+job: the actors are not detached, and a Ray started here shares the driver's fate. A
+worker that dies holding provider slots gives them back when its leases expire
+(`backends.limiter`).
 """
 
 from __future__ import annotations
@@ -22,11 +26,13 @@ import contextlib
 import logging
 from collections import deque
 from collections.abc import Callable
+from dataclasses import dataclass
 from typing import Any
 
 from tau_bench.config import RunConfig
 from tau_bench.runner.backends import Key, share, worker_config
-from tau_bench.runner.backends.ray_actors import EpisodeWorker, ProviderLimiter
+from tau_bench.runner.backends.limiter import LEASE_TTL, ProviderLimiter
+from tau_bench.runner.backends.ray_actors import EpisodeWorker
 
 MAX_RESTARTS = 3
 """Times Ray restarts a dead worker (and re-runs its in-flight episodes) before the
@@ -36,7 +42,20 @@ START_DEADLINE = 300.0
 """Seconds the workers get to be placed on the cluster and to start."""
 
 STOP_DEADLINE = 30.0
-"""Seconds workers get to release their agents and clients at the end of a run."""
+"""Seconds workers get to release their agents and clients at the end of a run, and
+cancelled episodes get to end when the circuit breaker stops a run."""
+
+Store = Callable[[dict[str, Any]], bool]
+"""Takes a finished episode's record data; True when the run must stop (breaker)."""
+
+
+@dataclass(frozen=True)
+class Flight:
+    """One episode handed to a worker: its key, the worker's index, Ray's reference."""
+
+    key: Key
+    worker: int
+    ref: Any
 
 
 def ray_module() -> Any:
@@ -108,7 +127,7 @@ class RayBackend:
             self.limiter = (
                 ray.remote(ProviderLimiter)
                 .options(num_cpus=0, max_concurrency=10_000)
-                .remote(self.config.provider_limits)
+                .remote(self.config.provider_limits, LEASE_TTL)
             )
         data = worker_config(self.config, self.workers)
         data["max_concurrency"] = per_worker
@@ -130,36 +149,56 @@ class RayBackend:
                 f"{START_DEADLINE:.0f} s (fewer CPUs in the cluster?)"
             ) from None
 
-    async def run(self, keys: list[Key], store: Callable[[dict[str, Any]], None]) -> None:
-        """Run `keys` on the workers, calling `store(record data)` as each finishes."""
+    async def run(self, keys: list[Key], store: Store) -> None:
+        """Run `keys` on the workers, calling `store(record data)` as each finishes;
+        when `store` says stop, cancel the episodes in flight and return."""
         if not self.actors:
             self.start()
         ray = ray_module()
         queue: deque[Key] = deque(keys)
         load = [0] * len(self.actors)
-        running: dict[asyncio.Future[Any], tuple[Key, int]] = {}
+        running: dict[asyncio.Future[Any], Flight] = {}
         cap = self.in_flight_cap()
+        stop = False
         try:
-            while queue or running:
+            while (queue or running) and not stop:
                 while queue and len(running) < cap:
                     worker = min(range(len(load)), key=load.__getitem__)
                     key = queue.popleft()
                     ref = self.actors[worker].run.remote(key)
-                    running[asyncio.wrap_future(ref.future())] = (key, worker)
+                    running[asyncio.wrap_future(ref.future())] = Flight(key, worker, ref)
                     load[worker] += 1
                 done, _ = await asyncio.wait(running, return_when=asyncio.FIRST_COMPLETED)
-                for future in done:
-                    key, worker = running.pop(future)
-                    load[worker] -= 1
+                for future in done:  # all of them: a finished record is never dropped
+                    flight = running.pop(future)
+                    load[flight.worker] -= 1
                     try:
                         data = future.result()
                     except ray.exceptions.RayActorError as exc:
-                        self._lost(worker, key, exc)
+                        self._lost(flight.worker, flight.key, exc)
                         continue
-                    store(data)
+                    stop = store(data) or stop
+            if stop:
+                await self._cancel(ray, running, store)
         finally:
             for future in running:
                 future.cancel()
+
+    async def _cancel(
+        self, ray: Any, running: dict[asyncio.Future[Any], Flight], store: Store
+    ) -> None:
+        """Cancel the episodes in flight (left out of the log: `--resume` runs them),
+        storing any that finished before its cancellation took effect."""
+        for flight in running.values():
+            with contextlib.suppress(Exception):
+                ray.cancel(flight.ref)
+        if not running:
+            return
+        ended, _ = await asyncio.wait(running, timeout=STOP_DEADLINE)
+        for future in ended:
+            del running[future]
+            if not future.cancelled() and future.exception() is None:
+                store(future.result())
 
     def _lost(self, worker: int, key: Key, exc: BaseException) -> None:
         first_line = (str(exc).strip().splitlines() or [type(exc).__name__])[0]

@@ -1,14 +1,14 @@
-"""What runs inside the Ray cluster: episode workers and the one provider limiter.
+"""What runs on the Ray workers: the episode worker.
 
 An `EpisodeWorker` rebuilds the run from its config (agent from its entry point, user,
 tool server) once, then runs episodes it is handed with the runner's own `_episode`, so
 infra-error handling and model-call retries are exactly those of a local run; it returns
-each record as plain data and writes nothing. The `ProviderLimiter` holds the run's
-`--provider-limit` semaphores: every worker's model calls take their slot from it, so a
-cap holds for the whole cluster, not per worker.
+each record as plain data and writes nothing. With `--provider-limit` its model calls
+take their slots from the run's one limiter actor (`backends.limiter`), so a cap holds
+for the whole cluster, not per worker.
 
-These are plain classes; `tau_bench.runner.backends.ray` wraps them with `ray.remote`
-(Ray is an optional dependency, imported only there).
+A plain class; `tau_bench.runner.backends.ray` wraps it with `ray.remote` (Ray is an
+optional dependency: imported there, and here only inside a running worker).
 """
 
 from __future__ import annotations
@@ -17,50 +17,11 @@ import asyncio
 import contextlib
 import os
 import time
-from collections.abc import AsyncIterator, Callable
-from contextlib import AbstractAsyncContextManager
 from typing import Any
 
+from tau_bench.runner.backends.limiter import RemoteSlots
+
 Key = tuple[int | str, int]
-
-
-class ProviderLimiter:
-    """Cluster-wide caps on concurrent model calls per provider (an async Ray actor)."""
-
-    def __init__(self, limits: dict[str, int]) -> None:
-        self._limits = dict(limits)
-        self._sems: dict[str, asyncio.Semaphore] = {}
-
-    def _sem(self, provider: str) -> asyncio.Semaphore:
-        if provider not in self._sems:  # created on the actor's own loop
-            self._sems[provider] = asyncio.Semaphore(self._limits[provider])
-        return self._sems[provider]
-
-    async def acquire(self, provider: str) -> None:
-        """Wait for a slot of `provider` (returns when the caller may call)."""
-        await self._sem(provider).acquire()
-
-    def release(self, provider: str) -> None:
-        self._sem(provider).release()
-
-    def in_use(self) -> dict[str, int]:
-        """Slots held now, per provider (tests)."""
-        return {p: self._limits[p] - s._value for p, s in self._sems.items()}
-
-
-def remote_slots(limiter: Any) -> Callable[[str], AbstractAsyncContextManager[None]]:
-    """A slot factory for `tau_bench.llm.limits.set_remote_limiter`: each model call
-    holds one of the limiter actor's slots for its provider."""
-
-    @contextlib.asynccontextmanager
-    async def hold(provider: str) -> AsyncIterator[None]:
-        await limiter.acquire.remote(provider)
-        try:
-            yield
-        finally:
-            limiter.release.remote(provider)
-
-    return hold
 
 
 class EpisodeWorker:
@@ -75,6 +36,8 @@ class EpisodeWorker:
         self._ready: asyncio.Lock | None = None
         self._runner: Any = None
         self._provider: Any = None
+        self._slots: RemoteSlots | None = None
+        self._episodes = 0
         self._cpu0 = 0.0
 
     async def _setup(self) -> None:
@@ -94,9 +57,10 @@ class EpisodeWorker:
         await runner._start_tool_server(provider)
         set_llm_path(config.llm_path)
         set_provider_limits(config.provider_limits)
-        set_remote_limiter(
-            remote_slots(self._limiter) if self._limiter and config.provider_limits else None
-        )
+        if self._limiter is not None and config.provider_limits:
+            # A model call never outlives its turn, so neither does its wait for a slot.
+            self._slots = RemoteSlots(self._limiter, wait_deadline=config.turn_timeout)
+        set_remote_limiter(self._slots.hold if self._slots is not None else None)
         self._runner, self._provider = runner, provider
         self._cpu0 = time.process_time()  # episodes' CPU from here (imports excluded)
 
@@ -108,6 +72,7 @@ class EpisodeWorker:
             if self._runner is None:
                 await self._setup()
         record = await self._runner._episode(self._provider, tuple(key))
+        self._episodes += 1
         return dict(record.to_dict())
 
     def pid(self) -> int:
@@ -116,14 +81,22 @@ class EpisodeWorker:
 
     async def close(self) -> dict[str, Any]:
         """Release the agent provider, the tool server and the model clients; return
-        this worker's CPU seconds spent on episodes and its peak memory (benchmarks)."""
+        where this worker ran, its episodes, their CPU seconds and its peak memory
+        (benchmarks, and tests that check a run spread over the cluster's nodes)."""
         import resource
+
+        import ray
 
         stats = {
             "pid": os.getpid(),
+            "node_id": ray.get_runtime_context().get_node_id(),
+            "episodes": self._episodes,
             "cpu_s": time.process_time() - self._cpu0 if self._runner is not None else 0.0,
             "peak_rss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024,
         }
+        if self._slots is not None:
+            await self._slots.aclose()
+            self._slots = None
         if self._runner is not None:
             from tau_bench.llm import aclose_clients
 
