@@ -22,7 +22,7 @@ from tau_adapters.protocol import (
     UserTurn,
 )
 from tau_adapters.registry import AgentProvider, SimpleProvider
-from tau_bench.llm import Completion, LLMConfig, complete
+from tau_bench.llm import Completion, LLMConfig, ToolSchemas, complete
 
 
 def agent_config(options: Mapping[str, Any]) -> LLMConfig:
@@ -59,7 +59,7 @@ class ToolCallingAgent:
     def __init__(self, config: LLMConfig) -> None:
         self.config = config
         self.messages: list[dict[str, Any]] = []
-        self.tools: list[dict[str, Any]] = []
+        self.tools = ToolSchemas(())
         self._open_calls: list[str] = []
 
     def system_prompt(self, session: SessionContext) -> str:
@@ -68,7 +68,7 @@ class ToolCallingAgent:
     async def start(self, session: SessionContext) -> None:
         self.config = episode_config(self.config, session)
         self.messages = [{"role": "system", "content": self.system_prompt(session)}]
-        self.tools = list(session.tools)
+        self.tools = ToolSchemas(session.tools)  # their JSON is encoded once
         self._open_calls = []
 
     def _keep_only(self, call_ids: list[str]) -> None:

@@ -164,7 +164,9 @@ def _response(status: int, payload: dict[str, Any], headers: dict[str, str] | No
 class _Service:
     """The protocol and the bookkeeping, on whichever event loop runs it."""
 
-    def __init__(self, respond: Responder, latency: float, faults: Faults | None) -> None:
+    def __init__(
+        self, respond: Responder, latency: float, faults: Faults | None, record: bool = True
+    ) -> None:
         if latency < 0:
             raise ValueError(f"latency must not be negative, got {latency}")
         self.respond = respond
@@ -173,7 +175,8 @@ class _Service:
         self.rng = random.Random(faults.seed if faults else 0)
         self.numbers = itertools.count(1)
         self.served = {"requests": 0, "connections": 0}
-        self.requests: list[ChatRequest] = []
+        self.requests: list[ChatRequest] = []  # every request, when `record`
+        self.record = record
         self.base_url = ""
 
     async def handle(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
@@ -182,7 +185,8 @@ class _Service:
         try:
             while True:
                 try:
-                    head = await asyncio.wait_for(reader.readuntil(b"\r\n\r\n"), READ_DEADLINE)
+                    async with asyncio.timeout(READ_DEADLINE):  # no task per read (wait_for)
+                        head = await reader.readuntil(b"\r\n\r\n")
                 except (asyncio.IncompleteReadError, asyncio.LimitOverrunError, ConnectionError):
                     return
                 except TimeoutError:
@@ -198,7 +202,8 @@ class _Service:
                     if name:
                         headers[name.strip().lower()] = value.strip()
                 length = int(headers.get("content-length") or 0)
-                body = await asyncio.wait_for(reader.readexactly(length), READ_DEADLINE)
+                async with asyncio.timeout(READ_DEADLINE):
+                    body = await reader.readexactly(length)
                 writer.write(await self.answer(method, path, headers, body, arrived))
                 await writer.drain()
         except (ConnectionError, asyncio.IncompleteReadError, TimeoutError):
@@ -220,7 +225,8 @@ class _Service:
         if not isinstance(parsed, dict):
             return _response(400, {"error": {"message": "request body is not a JSON object"}})
         request = ChatRequest(parsed, path, headers, self.base_url)
-        self.requests.append(request)
+        if self.record:
+            self.requests.append(request)
         number = next(self.numbers)
         reply = self._fault() or await self._reply(request)
         delay = self.latency if reply.delay is None else reply.delay
@@ -341,8 +347,17 @@ class OpenAIServer:
 
 
 async def serve(respond: Responder, latency: float, faults: Faults | None = None) -> None:
-    """Serve on this event loop until cancelled; print `PORT <n>` once listening."""
-    service = _Service(respond, latency, faults)
+    """Serve on this event loop until cancelled; print `PORT <n>` once listening.
+
+    For a server in its own process (`OpenAIServerProcess`): requests are not kept (no
+    one could read them; at 1000 requests/s the parsed bodies would grow the heap, and
+    the collector's passes over it, without bound) and the objects of its start-up are
+    frozen out of the collector's passes."""
+    import gc
+
+    service = _Service(respond, latency, faults, record=False)
+    gc.collect()
+    gc.freeze()
     server = await asyncio.start_server(service.handle, HOST, 0, backlog=4096)
     port = int(server.sockets[0].getsockname()[1])
     service.base_url = f"http://{HOST}:{port}"

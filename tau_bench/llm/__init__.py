@@ -30,7 +30,7 @@ from tau_bench.llm.classify import (
 from tau_bench.llm.clients import POOLED_PROVIDERS, SHARD_CALLS, client_counts
 from tau_bench.llm.complete import complete
 from tau_bench.llm.config import DEFAULT_RETRY, LLMConfig
-from tau_bench.llm.direct import LLM_PATHS, llm_path, set_llm_path
+from tau_bench.llm.direct import LLM_PATHS, ToolSchemas, llm_path, set_llm_path
 from tau_bench.llm.direct_clients import aclose_clients
 from tau_bench.llm.errors import (
     LLMAuthError,
@@ -63,6 +63,7 @@ __all__ = [
     "LLMUnavailableError",
     "RetryPolicy",
     "RetryRecord",
+    "ToolSchemas",
     "aclose_clients",
     "call_with_retries",
     "classify",

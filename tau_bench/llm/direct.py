@@ -16,8 +16,10 @@ records are those of `tau_bench.llm.complete`; only the transport and pricing di
 from __future__ import annotations
 
 import functools
+import itertools
+import json
 import os
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 from tau_bench.llm.config import LLMConfig
@@ -142,7 +144,7 @@ def request_body(
         "messages": [_without_null_content(m) for m in messages],
     }
     if tools:
-        body["tools"] = list(tools)
+        body["tools"] = tools if isinstance(tools, ToolSchemas) else list(tools)
     optional = {"temperature": config.temperature, "seed": config.seed, "top_p": config.top_p}
     body.update({k: v for k, v in optional.items() if v is not None})
     headers: dict[str, str] = {}
@@ -165,29 +167,76 @@ def _without_null_content(message: Mapping[str, Any]) -> Mapping[str, Any]:
     return message
 
 
+class ToolSchemas(tuple[Mapping[str, Any], ...]):
+    """An episode's tool schemas, encoded as JSON once: the direct path splices that text
+    into every request instead of encoding the same schemas again (~0.1 ms per call for
+    the airline domain's 14 tools). The schemas must not be changed once wrapped."""
+
+    def __new__(cls, tools: Iterable[Mapping[str, Any]]) -> ToolSchemas:
+        return super().__new__(cls, tools)
+
+    @functools.cached_property
+    def json(self) -> str:
+        return _dumps(list(self))
+
+
+def _dumps(value: Any) -> str:
+    """Compact JSON, as the openai client encodes a body."""
+    return json.dumps(value, ensure_ascii=False, separators=(",", ":"), allow_nan=False)
+
+
+def encode_body(body: Mapping[str, Any]) -> bytes:
+    """The request's JSON, with the tools' cached text when they are `ToolSchemas`."""
+    tools = body.get("tools")
+    if not isinstance(tools, ToolSchemas):
+        return _dumps(body).encode()
+    rest = _dumps({k: v for k, v in body.items() if k != "tools"})
+    return f'{rest[:-1]}{"," if len(rest) > 2 else ""}"tools":{tools.json}}}'.encode()
+
+
+_request_ids = itertools.count()
+
+
+@functools.lru_cache(maxsize=1)
+def _options_template() -> Any:
+    """The options of a chat-completions POST, built once: `post` builds them per call,
+    resolving (deep-copying) every default field each time."""
+    from openai._models import FinalRequestOptions
+
+    return FinalRequestOptions.construct(method="post", url="/chat/completions", max_retries=0)
+
+
 async def send(
     config: LLMConfig,
     messages: Sequence[Mapping[str, Any]],
     tools: Sequence[Mapping[str, Any]] | None,
     overrides: Mapping[str, Any],
 ) -> dict[str, Any]:
-    """One HTTP exchange: the response as JSON data. The low-level `post` skips the SDK's
-    per-call walk of the body's TypedDicts and the response's model construction."""
+    """One HTTP exchange through the openai client's `request`: the response as JSON
+    data. The body is encoded here (the SDK would walk it against its TypedDicts) and
+    the answer is read as JSON (no response models)."""
     import httpx
 
     body, headers = request_body(config, messages, tools, overrides)
-    options: dict[str, Any] = {"timeout": config.timeout}
-    if headers:
-        options["headers"] = headers
+    update: dict[str, Any] = {
+        "timeout": config.timeout,
+        "headers": headers,
+        # Unused by the OpenAI client (it sends no idempotency header), which would
+        # otherwise draw a uuid4 from os.urandom for every request.
+        "idempotency_key": f"tau-{os.getpid()}-{next(_request_ids)}",
+    }
+    try:
+        update["content"] = encode_body(body)
+    except (TypeError, ValueError):  # a value plain JSON cannot take: the SDK's encoder
+        update["json_data"] = body
+    options = _options_template().model_copy(update=update)
     shards = shards_for(base_url(config), api_key(config), config.timeout)
     slot, client = shards.acquire()
     try:
-        response = await client.post(
-            "/chat/completions", cast_to=httpx.Response, body=body, options=options
-        )
+        response = await client.request(httpx.Response, options)
     finally:
         shards.release(slot)
-    data = response.json()
+    data = json.loads(response.content)
     if not isinstance(data, dict) or not data.get("choices"):
         raise LLMUnavailableError(f"{config.model}: answer without choices", retryable=True)
     return data

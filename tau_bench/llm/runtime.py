@@ -8,6 +8,7 @@ fetch it from the internet at import) and litellm's own OpenAI HTTP handler.
 
 from __future__ import annotations
 
+import gc
 import os
 from typing import Any
 
@@ -20,6 +21,7 @@ its openai-SDK route, without the SDK's per-call TypedDict walk of the whole bod
 to False in the environment to go back to the SDK route."""
 
 _configured = False
+_module: Any = None
 
 
 def configure_litellm() -> None:
@@ -34,13 +36,31 @@ def configure_litellm() -> None:
 
 
 def litellm() -> Any:
-    """The litellm module, imported on first use (it takes seconds), quiet, on httpx."""
-    configure_litellm()
-    import litellm as module
+    """The litellm module, imported on first use (it takes seconds), quiet, on httpx.
 
+    The first call also freezes the objects alive then (`freeze_long_lived`)."""
+    global _module
+    module = _module
+    if module is None:
+        configure_litellm()
+        import litellm as module
+
+        freeze_long_lived()
+        _module = module
     module.suppress_debug_info = True
     module.disable_aiohttp_transport = True
     return module
+
+
+def freeze_long_lived() -> None:
+    """Collect, then move every object alive to the collector's permanent generation.
+
+    Importing litellm (and loading a domain) leaves ~300,000 objects that live as long
+    as the process; each full collection during a run would traverse them all again
+    (~0.2 s each, ~12 % of a run's CPU on the direct path). Frozen objects are still
+    freed by reference counting; only cycles among them are never collected."""
+    gc.collect()
+    gc.freeze()
 
 
 def openai_via_handler() -> bool:

@@ -116,6 +116,9 @@ def run_level(
     bound = per_episode * latency * episodes / concurrency
     waves = math.ceil(episodes / concurrency) * per_episode * latency
     cpu = sum(p["cpu_s"] for p in parts)
+    workers_cpu = sum(p["workers_cpu_s"] for p in parts)
+    done = sorted(t for p in parts for t in p["done_times"])
+    start = min(p["start"] for p in parts)
     label = stack + ("+progress" if setup.progress else "")
     return {
         "stack": label
@@ -136,7 +139,14 @@ def run_level(
         "cpu_s": cpu,
         "cpu_ms_per_call": 1000 * cpu / calls if calls else None,
         "calls_per_s": calls / wall if wall else None,
+        "steady_calls_per_s": (
+            steady_rate(done, per_episode) if episodes >= STEADY_WAVES * concurrency else None
+        ),
+        "first_done_s": done[0] - start if done else None,
+        "driver_cpu_ms_per_call": 1000 * (cpu - workers_cpu) / calls if calls else None,
+        "workers_cpu_ms_per_call": 1000 * workers_cpu / calls if calls else None,
         "server_cpu_s": server_cpu,
+        "server_cpu_ms_per_call": 1000 * server_cpu / calls if calls else None,
         "connections": after["connections"] - before["connections"],
         "http_clients": sum(p["http_clients"] for p in parts),
         "peak_rss_mb": sum(p["peak_rss_mb"] for p in parts),
@@ -146,6 +156,50 @@ def run_level(
         "error_kinds": [p["error_kinds"] for p in parts],
         "avg_reward": mean_or_none([p["avg_reward"] for p in parts]),
     }
+
+
+STEADY_TRIM = 0.2
+"""Share of a run's episodes left out at each end of the steady-state window."""
+
+STEADY_WAVES = 4
+"""Waves (episodes / concurrency) a level needs for a steady-state figure: with fewer,
+identical episodes finish in bursts at the waves' ends and the window measures those."""
+
+
+def steady_rate(done: list[float], calls_per_episode: float) -> float | None:
+    """Model calls per second in the steady state: the least-squares slope of episodes
+    stored against time (sorted driver-side times) between the first and the last
+    `STEADY_TRIM` of a run, so without the start-up (imports, Ray workers, first
+    connections) and the last, partial wave. A slope, not the two ends of the window:
+    episodes finish in bursts, and two points would measure where the bursts fall."""
+    first = int(len(done) * STEADY_TRIM)
+    window = done[first : len(done) - first]
+    if len(window) < 3:
+        return None
+    mean_t = statistics.fmean(window)
+    mean_k = (len(window) - 1) / 2
+    spread = sum((t - mean_t) ** 2 for t in window)
+    if spread <= 0:
+        return None
+    slope = sum((t - mean_t) * (k - mean_k) for k, t in enumerate(window)) / spread
+    return calls_per_episode * slope
+
+
+def add_scaling(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Each Ray row's steady-state throughput against the same stack and level on one
+    Ray worker: `scaling` (x1 = 1.0) and `efficiency` (scaling / workers)."""
+    one = {
+        (r["stack"].split(" ray ")[0], r["concurrency"], r["episodes"]): r["steady_calls_per_s"]
+        for r in rows
+        if r["backend"] == "ray" and r["workers"] == 1
+    }
+    for row in rows:
+        base = one.get((row["stack"].split(" ray ")[0], row["concurrency"], row["episodes"]))
+        rate = row["steady_calls_per_s"]
+        if row["backend"] == "ray" and base and rate:
+            row["scaling"] = rate / base
+            row["efficiency"] = rate / base / row["workers"]
+    return rows
 
 
 def mean_or_none(values: list[float | None]) -> float | None:
@@ -214,7 +268,7 @@ def run_runner_benchmark(
         server.stop()
         if ray is not None:
             ray.shutdown()
-    return rows
+    return add_scaling(rows)
 
 
 def runs(

@@ -47,16 +47,41 @@ class PeakRSS:
         self.peak = max(self.peak, self._rss())
 
 
+class Completions:
+    """The driver-side time (`time.perf_counter`, comparable across processes) at which
+    each episode of a run was stored, around the run's own observer if any: the steady
+    state's throughput is read from them (`levels.steady_rate`), without start-up."""
+
+    def __init__(self, inner: Any = None) -> None:
+        self.inner = inner
+        self.times: list[float] = []
+
+    def started(self, total: int, done: list[Any]) -> None:
+        if self.inner is not None:
+            self.inner.started(total, done)
+
+    def episode_done(self, record: Any) -> None:
+        self.times.append(time.perf_counter())
+        if self.inner is not None:
+            self.inner.episode_done(record)
+
+    def finished(self) -> None:
+        if self.inner is not None:
+            self.inner.finished()
+
+
 @contextlib.contextmanager
 def openai_route(stack: str) -> Iterator[None]:
-    """Select litellm's route for OpenAI calls for one level (read by litellm per call)."""
-    from tau_bench.llm import OPENAI_HANDLER_ENV
+    """Select litellm's route for OpenAI calls for one level (read by litellm per call),
+    and give back the process's model-call path afterwards (a run sets its own)."""
+    from tau_bench.llm import OPENAI_HANDLER_ENV, llm_path, set_llm_path
 
-    before = os.environ.get(OPENAI_HANDLER_ENV)
+    before, path = os.environ.get(OPENAI_HANDLER_ENV), llm_path()
     os.environ[OPENAI_HANDLER_ENV] = "False" if stack == "litellm-sdk" else "True"
     try:
         yield
     finally:
+        set_llm_path(path)
         if before is None:
             os.environ.pop(OPENAI_HANDLER_ENV, None)
         else:
@@ -117,7 +142,7 @@ def measure(setup: Setup, stack: str, concurrency: int, episodes: int) -> dict[s
         quiet=True,
     )
     plan = prepare_run(config)
-    observer = setup.progress() if setup.progress is not None else None
+    observer = Completions(setup.progress() if setup.progress is not None else None)
     clients: dict[str, int] = {}
     workers: list[dict[str, Any]] = []
 
@@ -142,12 +167,17 @@ def measure(setup: Setup, stack: str, concurrency: int, episodes: int) -> dict[s
         t0 = time.perf_counter()
         outcome = asyncio.run(go())
         wall = time.perf_counter() - t0
-        # Ray workers report the CPU they spent on episodes (their imports excluded).
-        cpu = time.process_time() - cpu0 + sum(w["cpu_s"] for w in workers)
+        driver_cpu = time.process_time() - cpu0
+    # Ray workers report the CPU they spent on episodes (their imports excluded).
+    workers_cpu = sum(w["cpu_s"] for w in workers)
     summary = outcome.summary
     return {
         "wall_s": wall,
-        "cpu_s": cpu,
+        "start": t0,
+        "done_times": observer.times,
+        "cpu_s": driver_cpu + workers_cpu,
+        "driver_cpu_s": driver_cpu,
+        "workers_cpu_s": workers_cpu,
         "peak_rss_mb": rss.peak / 2**20 + sum(w["peak_rss_mb"] for w in workers),
         "http_clients": sum(clients.values()),
         "agent_turn_p50_s": summary["latency"]["agent_turn"]["p50"],

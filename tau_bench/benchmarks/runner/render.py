@@ -19,7 +19,9 @@ COLUMNS = (
     ("CPU s", lambda r: f"{r['cpu_s']:.2f}"),
     ("CPU ms/call", lambda r: f"{r['cpu_ms_per_call']:.2f}"),
     ("calls/s", lambda r: f"{r['calls_per_s']:.0f}"),
-    ("server CPU s", lambda r: f"{r['server_cpu_s']:.2f}"),
+    ("steady calls/s", lambda r: _num(r.get("steady_calls_per_s"), "{:.0f}")),
+    ("vs ray x1", lambda r: _scaling(r)),
+    ("driver / workers / server CPU ms/call", lambda r: _split(r)),
     ("conns", lambda r: str(r["connections"])),
     (
         "turn p50/p95 ms",
@@ -28,6 +30,28 @@ COLUMNS = (
     ("peak RSS MB", lambda r: f"{r['peak_rss_mb']:.0f}"),
     ("errors", lambda r: str(r["errors"])),
 )
+
+
+def _num(value: float | None, spec: str) -> str:
+    return "-" if value is None else spec.format(value)
+
+
+def _scaling(row: dict[str, Any]) -> str:
+    if "scaling" not in row:
+        return "-"
+    return f"{row['scaling']:.2f}x ({100 * row['efficiency']:.0f} %)"
+
+
+def _split(row: dict[str, Any]) -> str:
+    """The benchmark (driver) process's, the Ray workers' and the fake server's CPU."""
+    workers = row.get("workers_cpu_ms_per_call") if row.get("backend") == "ray" else None
+    return " / ".join(
+        (
+            _num(row.get("driver_cpu_ms_per_call"), "{:.2f}"),
+            _num(workers, "{:.2f}"),
+            _num(row.get("server_cpu_ms_per_call"), "{:.2f}"),
+        )
+    )
 
 
 def render(rows: list[dict[str, Any]], latency: float = DEFAULT_LATENCY) -> Any:

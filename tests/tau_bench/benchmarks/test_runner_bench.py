@@ -5,18 +5,21 @@ from __future__ import annotations
 
 import ast
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 import tau_bench.benchmarks
 from tau_bench.benchmarks import runner as bench
+from tau_bench.benchmarks.runner.levels import add_scaling, steady_rate
+from tau_bench.llm import llm_path
 
 from ...conftest import DATA_DIR
 
 
 def test_a_small_level_runs_six_calls_per_episode_and_respects_the_bound() -> None:
     rows = bench.run_runner_benchmark(
-        [(2, 2)],
+        [(2, 10)],
         latency=0.02,
         data_dir=str(DATA_DIR),
         stacks=("raw", "litellm", "direct"),
@@ -35,8 +38,69 @@ def test_a_small_level_runs_six_calls_per_episode_and_respects_the_bound() -> No
         assert row["calls_per_episode"] == 6
         assert row["wall_s"] >= row["bound_s"] > 0
         assert row["cpu_s"] > 0  # Ray rows: the workers' own CPU is reported and counted
+        split = row["driver_cpu_ms_per_call"] + row["workers_cpu_ms_per_call"]
+        assert split == pytest.approx(row["cpu_ms_per_call"])
+        assert (row["workers_cpu_ms_per_call"] > 0) is (row["backend"] == "ray")
+        assert row["server_cpu_ms_per_call"] > 0 and 0 < row["first_done_s"] <= row["wall_s"]
+    assert [r.get("scaling") for r in rows] == [None, None, 1.0, None, 1.0]
+    assert llm_path() == "auto"  # the runs' --llm-path does not outlive the benchmark
     table = bench.markdown(rows)
     assert table.count("\n") == 6 and "| raw |" in table
+
+
+COMPLETE_ROW: dict[str, Any] = {
+    "stack": "direct",
+    "concurrency": 8,
+    "episodes": 40,
+    "calls_per_episode": 6.0,
+    "wall_s": 1.0,
+    "bound_s": 1.0,
+    "wall_over_bound": 1.0,
+    "wave_bound_s": 1.0,
+    "wall_over_wave_bound": 1.0,
+    "cpu_s": 1.0,
+    "cpu_ms_per_call": 1.0,
+    "calls_per_s": 240.0,
+    "connections": 8,
+    "agent_turn_p50_s": 0.2,
+    "agent_turn_p95_s": 0.3,
+    "peak_rss_mb": 100.0,
+    "errors": 0,
+}
+
+
+def test_the_steady_rate_leaves_out_the_start_and_the_last_wave() -> None:
+    # 10 s of start-up, then an episode stored every 0.1 s, then a slow tail.
+    done = [10.0 + 0.1 * i for i in range(80)] + [20.0 + i for i in range(20)]
+    assert steady_rate(done, 6.0) == pytest.approx(60.0)  # 6 calls per 0.1 s
+    assert steady_rate([1.0, 2.0], 6.0) is None  # too few episodes to tell
+    # Bursts of 10 episodes every second: 10 episodes/s whichever bursts the window cuts.
+    bursts = [float(second) + 0.001 * i for second in range(1, 21) for i in range(10)]
+    assert steady_rate(bursts, 1.0) == pytest.approx(10.0, rel=0.02)
+
+
+def test_scaling_compares_each_ray_row_with_one_worker() -> None:
+    def row(stack: str, backend: str, workers: int, rate: float | None) -> dict[str, Any]:
+        return {
+            "stack": stack,
+            "backend": backend,
+            "workers": workers,
+            "concurrency": 8,
+            "episodes": 40,
+            "steady_calls_per_s": rate,
+        }
+
+    rows = add_scaling(
+        [
+            row("direct", "local", 0, 500.0),
+            row("direct ray x1", "ray", 1, 400.0),
+            row("direct ray x2", "ray", 2, 640.0),
+            row("litellm ray x2", "ray", 2, 100.0),  # no one-worker row to compare with
+        ]
+    )
+    assert [r.get("scaling") for r in rows] == [None, 1.0, 1.6, None]
+    assert rows[2]["efficiency"] == pytest.approx(0.8)
+    assert "1.60x (80 %)" in bench.markdown([{**COMPLETE_ROW, **rows[2]}])
 
 
 def test_levels_syntax() -> None:

@@ -148,3 +148,18 @@ def test_the_child_process_server_answers_and_counts() -> None:
 def test_a_child_that_cannot_start_fails_within_its_deadline() -> None:
     with pytest.raises(RuntimeError, match="did not start"):
         OpenAIServerProcess("no.such.module:respond", timeout=60)
+
+
+async def test_a_service_that_does_not_record_keeps_no_request() -> None:
+    """The child-process server (`serve`) keeps no request: none could be read there."""
+    from tau_bench.fakes.openai_server import _Service
+
+    body = json.dumps({"model": "m", "messages": HELLO}).encode()
+    for record in (True, False):
+        service = _Service(_echo, 0.0, None, record=record)
+        answer = await service.answer(
+            "POST", "/v1/chat/completions", {}, body, asyncio.get_running_loop().time()
+        )
+        assert answer.startswith(b"HTTP/1.1 200") and b'"HELLO"' in answer
+        assert service.served["requests"] == 1
+        assert len(service.requests) == (1 if record else 0)

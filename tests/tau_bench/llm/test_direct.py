@@ -4,6 +4,8 @@ records as the litellm path, against the real fake server on 127.0.0.1."""
 from __future__ import annotations
 
 import asyncio
+import gc
+import json
 import socket
 import time
 from collections.abc import Iterator
@@ -24,7 +26,7 @@ from tau_bench.llm import (
     complete,
     set_llm_path,
 )
-from tau_bench.llm.direct import is_exact, use_direct
+from tau_bench.llm.direct import ToolSchemas, encode_body, is_exact, request_body, use_direct
 from tau_bench.llm.direct_clients import TRANSPORT_ENV, aiohttp_transport
 from tau_bench.llm.retry import RetryPolicy
 from tau_bench.runner import Runner, prepare_run
@@ -127,6 +129,39 @@ async def test_both_paths_send_the_same_body_and_return_the_same_completion() ->
     assert direct_answer.usage == litellm_answer.usage
     assert direct_answer.usage.cost > 0 and direct_answer.usage.calls == 1
     assert direct_answer.raw["choices"][0]["message"]["content"] == "Found you."
+
+
+def test_importing_litellm_freezes_the_objects_alive_then() -> None:
+    from tau_bench.llm.runtime import litellm
+
+    module = litellm()
+    assert litellm() is module and module.suppress_debug_info
+    assert gc.get_freeze_count() > 100_000  # litellm's import alone leaves more
+
+
+def test_the_encoded_body_is_the_body_with_the_tools_json_encoded_once() -> None:
+    tools = ToolSchemas(TOOLS)
+    config = LLMConfig("openai/gpt-4o-mini", seed=7, extra={"extra_body": {"top_k": 3}})
+    body, _ = request_body(config, HISTORY, tools, {"max_tokens": 9})
+    assert json.loads(encode_body(body)) == {**body, "tools": TOOLS}
+    assert body["top_k"] == 3 and body["max_tokens"] == 9
+    assert json.loads(encode_body({"tools": tools})) == {"tools": TOOLS}
+    assert json.loads(encode_body({**body, "tools": list(TOOLS)})) == {**body, "tools": TOOLS}
+    assert tools.json is tools.json  # encoded once
+    assert list(ToolSchemas(())) == [] and not ToolSchemas(())
+
+
+async def test_tool_schemas_reach_the_server_as_a_list_of_the_same_tools() -> None:
+    with OpenAIServer(lambda request: ChatReply(text="ok"), latency=0.0) as server:
+        set_llm_path("direct")
+        config = LLMConfig("openai/gpt-4o-mini", api_base=server.base_url, retry=POLICY)
+        await complete(config, HISTORY, tools=ToolSchemas(TOOLS))
+        await complete(config, HISTORY, tools=TOOLS)
+        await aclose_clients()
+    first, second = (r.body for r in server.requests)
+    assert first == second and first["tools"] == TOOLS
+    assert server.requests[0].headers["content-type"] == "application/json"
+    assert server.requests[0].headers["authorization"].startswith("Bearer ")
 
 
 async def test_retries_are_recorded_alike_on_both_paths() -> None:

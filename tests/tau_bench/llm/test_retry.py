@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import importlib
 
 import httpx
@@ -66,6 +67,32 @@ async def test_gives_up_after_the_attempts_and_never_retries_the_rest() -> None:
     with pytest.raises(ValueError):
         await call_with_retries(
             lambda: always(ValueError()), POLICY, attempts=3, retryable=lambda e: False, **common
+        )
+    assert calls == 1
+    calls = 0
+    with pytest.raises(ValueError):  # attempts below one still make one
+        await call_with_retries(
+            lambda: always(ValueError()), POLICY, attempts=0, retryable=lambda e: True, **common
+        )
+    assert calls == 1
+
+
+async def test_a_cancellation_is_never_retried() -> None:
+    calls = 0
+
+    async def cancelled() -> None:
+        nonlocal calls
+        calls += 1
+        raise asyncio.CancelledError
+
+    with pytest.raises(asyncio.CancelledError):
+        await call_with_retries(
+            cancelled,
+            POLICY,
+            attempts=5,
+            retryable=lambda exc: True,
+            asked_wait=lambda exc: None,
+            on_retry=lambda *a: None,
         )
     assert calls == 1
 
