@@ -23,7 +23,7 @@ def is_success(reward: float | None) -> bool:
     return reward is not None and abs(reward - 1.0) <= SUCCESS_TOLERANCE
 
 
-@dataclass
+@dataclass(repr=False)
 class EpisodeRecord:
     """One finished (task, trial): reward, trajectory, timings, usage, or the error."""
 
@@ -59,6 +59,14 @@ class EpisodeRecord:
     @property
     def key(self) -> tuple[int | str, int]:
         return (self.task_id, self.trial)
+
+    def __repr__(self) -> str:
+        # Not the trajectory: lists of records get formatted in logs and by asyncio.
+        error = self.error.get("kind") if self.error else None
+        return (
+            f"EpisodeRecord(task_id={self.task_id!r}, trial={self.trial}, "
+            f"reward={self.reward!r}, stop_reason={self.stop_reason!r}, error={error!r})"
+        )
 
     @property
     def error_class(self) -> str | None:

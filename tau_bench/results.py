@@ -25,13 +25,14 @@ from tau_bench.records import (
     record_from_episode,
     record_from_exception,
 )
-from tau_bench.results_log import ResultsLog
+from tau_bench.results_log import ResultsLog, encode_record
 
 # Re-exported for `tau_bench.runner.core` (its imports predate the split).
 __all__ = [
     "OUTPUT_WRITERS",
     "EpisodeRecord",
     "ResultsLog",
+    "encode_record",
     "now_iso",
     "record_from_episode",
     "record_from_exception",

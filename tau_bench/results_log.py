@@ -35,6 +35,11 @@ def _dumps(obj: dict[str, Any]) -> str:
     return json.dumps(obj, ensure_ascii=False, default=str) + "\n"
 
 
+def encode_record(record: EpisodeRecord) -> bytes:
+    """A record's log line (what `append` writes, and what a Ray worker sends back)."""
+    return _dumps(record.to_dict()).encode("utf-8")
+
+
 def read_log(path: Path) -> LogContents:
     """Header and latest record per (task, trial); an unreadable line (a run killed
     mid-write) is skipped and counted."""
@@ -112,9 +117,10 @@ class ResultsLog:
             self._fh.flush()
             os.fsync(self._fh.fileno())
 
-    def append(self, record: EpisodeRecord) -> None:
-        """Queue a record; it is written and fsynced promptly in the background."""
-        self._pending.append(_dumps(record.to_dict()).encode("utf-8"))
+    def append(self, record: EpisodeRecord, line: bytes | None = None) -> None:
+        """Queue a record (or its `line`, already encoded by `encode_record`); it is
+        written and fsynced promptly in the background."""
+        self._pending.append(line if line is not None else encode_record(record))
         if self._flusher is None or self._flusher.done():
             self._flusher = asyncio.get_running_loop().create_task(self._flush_loop())
 

@@ -150,6 +150,9 @@ def runner(
     processes: int = typer.Option(1, help="Split every level over N processes started together."),
     backend: str = typer.Option("local", help="Where episodes run: local, ray, or both."),
     workers: str = typer.Option("1,2", help="Ray worker counts of the ray rows (e.g. 1,2)."),
+    rounds: int = typer.Option(
+        1, help="Measure every row N times, interleaved; report each row's median round."
+    ),
     data_dir: Path | None = typer.Option(None, "--data-dir", help="τ-bench data directory."),
     json_out: Path | None = typer.Option(None, "--json", help="Also write the rows as JSON."),
     markdown: bool = typer.Option(False, help="Also print the table as Markdown."),
@@ -199,6 +202,7 @@ def runner(
             processes=processes,
             workers=ray_workers,
             backends=("local", "ray") if backend == "both" else (backend,),
+            rounds=rounds,
         )
     except ValueError as exc:
         fail(str(exc))

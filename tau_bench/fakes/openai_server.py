@@ -16,8 +16,9 @@ and `OpenAIServerProcess` in a child process, so that its CPU is not the measure
 process's (`tau bench runner`): `python -m tau_bench.fakes.process --responder
 module:function --latency 0.2` prints `PORT <n>` once it listens.
 
-Raw asyncio streams rather than a web framework: at 1000 requests/s on a shared 2-core
-machine, a framework's per-request CPU would be the benchmark's bottleneck.
+An asyncio protocol rather than a web framework (or even asyncio streams): at 1000+
+requests/s on a shared 2-core machine, the server's per-request CPU is taken from the
+runner it measures.
 """
 
 from __future__ import annotations
@@ -161,6 +162,21 @@ def _response(status: int, payload: dict[str, Any], headers: dict[str, str] | No
     return ("\r\n".join(lines) + "\r\n\r\n").encode("latin-1") + body
 
 
+MAX_HEAD = 64 * 1024  # bytes of request line and headers
+MAX_BODY = 32 * 1024 * 1024  # bytes of a request body
+
+
+def _head(head: bytes) -> tuple[str, str, dict[str, str]]:
+    lines = head.decode("latin-1").split("\r\n")
+    method, path, _ = [*lines[0].split(" ", 2), "", ""][:3]
+    headers: dict[str, str] = {}
+    for line in lines[1:]:
+        name, _, value = line.partition(":")
+        if name:
+            headers[name.strip().lower()] = value.strip()
+    return method, path, headers
+
+
 class _Service:
     """The protocol and the bookkeeping, on whichever event loop runs it."""
 
@@ -178,42 +194,13 @@ class _Service:
         self.requests: list[ChatRequest] = []  # every request, when `record`
         self.record = record
         self.base_url = ""
+        self.connections: set[_Connection] = set()
 
-    async def handle(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
-        loop = asyncio.get_running_loop()
-        self.served["connections"] += 1
-        try:
-            while True:
-                try:
-                    async with asyncio.timeout(READ_DEADLINE):  # no task per read (wait_for)
-                        head = await reader.readuntil(b"\r\n\r\n")
-                except (asyncio.IncompleteReadError, asyncio.LimitOverrunError, ConnectionError):
-                    return
-                except TimeoutError:
-                    return
-                # The answer leaves `latency` after the request arrived: parsing it is
-                # part of the model's time, as it would be for a real server.
-                arrived = loop.time()
-                lines = head.decode("latin-1").split("\r\n")
-                method, path, _ = [*lines[0].split(" ", 2), "", ""][:3]
-                headers: dict[str, str] = {}
-                for line in lines[1:]:
-                    name, _, value = line.partition(":")
-                    if name:
-                        headers[name.strip().lower()] = value.strip()
-                length = int(headers.get("content-length") or 0)
-                async with asyncio.timeout(READ_DEADLINE):
-                    body = await reader.readexactly(length)
-                writer.write(await self.answer(method, path, headers, body, arrived))
-                await writer.drain()
-        except (ConnectionError, asyncio.IncompleteReadError, TimeoutError):
-            return
-        finally:
-            writer.close()
-
-    async def answer(
-        self, method: str, path: str, headers: dict[str, str], body: bytes, arrived: float
-    ) -> bytes:
+    def route(
+        self, method: str, path: str, headers: dict[str, str], body: bytes
+    ) -> bytes | tuple[ChatRequest, int, ChatReply | Awaitable[Any]]:
+        """An answer that leaves at once (stats, errors), or the request, its number
+        and its reply (or the reply function's awaitable)."""
         if method == "GET" and path.endswith("/stats"):
             return _response(200, dict(self.served))
         if method != "POST" or not path.endswith("/chat/completions"):
@@ -228,13 +215,28 @@ class _Service:
         if self.record:
             self.requests.append(request)
         number = next(self.numbers)
-        reply = self._fault() or await self._reply(request)
+        return request, number, self._fault() or self._call(request)
+
+    def render(self, request: ChatRequest, number: int, reply: ChatReply) -> tuple[float, bytes]:
+        """The reply's delay and its HTTP response."""
         delay = self.latency if reply.delay is None else reply.delay
+        if reply.status != 200:
+            return delay, _response(reply.status, error_body(reply), reply.headers)
+        return delay, _response(200, completion_body(reply, request, number), reply.headers)
+
+    async def answer(
+        self, method: str, path: str, headers: dict[str, str], body: bytes, arrived: float
+    ) -> bytes:
+        """The whole answer to one request, sent `latency` after `arrived`."""
+        routed = self.route(method, path, headers, body)
+        if isinstance(routed, bytes):
+            return routed
+        request, number, outcome = routed
+        reply = outcome if isinstance(outcome, ChatReply) else await self.settle(outcome)
+        delay, response = self.render(request, number, reply)
         await asyncio.sleep(max(0.0, arrived + delay - asyncio.get_running_loop().time()))
         self.served["requests"] += 1
-        if reply.status != 200:
-            return _response(reply.status, error_body(reply), reply.headers)
-        return _response(200, completion_body(reply, request, number), reply.headers)
+        return response
 
     def _fault(self) -> ChatReply | None:
         faults = self.faults
@@ -244,18 +246,139 @@ class _Service:
         headers = {} if faults.retry_after is None else {"Retry-After": str(faults.retry_after)}
         return ChatReply(status=status, headers=headers, error=f"injected fault {status}")
 
-    async def _reply(self, request: ChatRequest) -> ChatReply:
+    def _call(self, request: ChatRequest) -> ChatReply | Awaitable[Any]:
         try:
             outcome = self.respond(request)
-            if inspect.isawaitable(outcome):
-                outcome = await asyncio.wait_for(outcome, REPLY_DEADLINE)
-        except TimeoutError:
-            return ChatReply(status=504, error="the fake model's reply function timed out")
         except Exception as exc:  # a broken reply function must fail loudly, not retry
             return ChatReply(status=400, error=f"reply function failed: {type(exc).__name__}")
-        if not isinstance(outcome, ChatReply):
-            return ChatReply(status=400, error=f"reply function returned {type(outcome)}")
-        return outcome
+        return outcome if inspect.isawaitable(outcome) else _checked(outcome)
+
+    async def settle(self, outcome: Awaitable[Any]) -> ChatReply:
+        """An async reply function's reply, within its deadline."""
+        try:
+            return _checked(await asyncio.wait_for(outcome, REPLY_DEADLINE))
+        except TimeoutError:
+            return ChatReply(status=504, error="the fake model's reply function timed out")
+        except Exception as exc:
+            return ChatReply(status=400, error=f"reply function failed: {type(exc).__name__}")
+
+
+def _checked(outcome: Any) -> ChatReply:
+    if not isinstance(outcome, ChatReply):
+        return ChatReply(status=400, error=f"reply function returned {type(outcome)}")
+    return outcome
+
+
+class _Connection(asyncio.Protocol):
+    """One keep-alive connection: requests answered one at a time, in order.
+
+    A protocol rather than a stream handler: a sync reply function's answer is computed
+    as the request arrives and sent by a timer at `arrived + latency`, so a request
+    costs a parse, a reply and a write - no task, no wake-ups (at 1000 requests/s on
+    2 cores, the server's CPU is the benchmark's)."""
+
+    def __init__(self, service: _Service) -> None:
+        self.service = service
+        self.loop = asyncio.get_running_loop()
+        self.buffer = bytearray()
+        self.transport: asyncio.Transport | None = None
+        self.busy = False  # a request is being answered: later ones wait in `buffer`
+        self.last = self.loop.time()  # the last activity (the read deadline)
+        self.pending: asyncio.TimerHandle | asyncio.Task[None] | None = None
+        self.idle: asyncio.TimerHandle | None = None
+
+    def connection_made(self, transport: asyncio.BaseTransport) -> None:
+        assert isinstance(transport, asyncio.Transport)
+        self.transport = transport
+        self.service.served["connections"] += 1
+        self.service.connections.add(self)
+        self.idle = self.loop.call_later(READ_DEADLINE, self._check_idle)
+
+    def connection_lost(self, exc: Exception | None) -> None:
+        self.service.connections.discard(self)
+        for handle in (self.pending, self.idle):
+            if handle is not None:
+                handle.cancel()
+        self.transport = None
+
+    def close(self) -> None:
+        if self.transport is not None:
+            self.transport.close()
+
+    def _check_idle(self) -> None:
+        """Close a connection silent for READ_DEADLINE (re-armed while it is not)."""
+        quiet = self.loop.time() - self.last
+        if self.busy or quiet < READ_DEADLINE:
+            wait = READ_DEADLINE if self.busy else READ_DEADLINE - quiet
+            self.idle = self.loop.call_later(wait, self._check_idle)
+        else:
+            self.close()
+
+    def data_received(self, data: bytes) -> None:
+        self.buffer += data
+        self.last = self.loop.time()
+        if not self.busy:
+            self._next()
+
+    def _next(self) -> None:
+        end = self.buffer.find(b"\r\n\r\n")
+        if end < 0:
+            if len(self.buffer) > MAX_HEAD:
+                self._refuse(431, "request headers too large")
+            return
+        method, path, headers = _head(bytes(self.buffer[:end]))
+        try:
+            length = int(headers.get("content-length") or 0)
+        except ValueError:
+            self._refuse(400, "bad Content-Length")
+            return
+        if not 0 <= length <= MAX_BODY:
+            self._refuse(413, "request body too large")
+            return
+        total = end + 4 + length
+        if len(self.buffer) < total:
+            return
+        body = bytes(self.buffer[end + 4 : total])
+        del self.buffer[:total]
+        # The answer leaves `latency` after the request arrived: parsing it is part of
+        # the model's time, as it would be for a real server.
+        arrived = self.loop.time()
+        self.busy = True
+        routed = self.service.route(method, path, headers, body)
+        if isinstance(routed, bytes):
+            self._send(routed, counted=False)
+            return
+        request, number, outcome = routed
+        if isinstance(outcome, ChatReply):
+            self._at(arrived, *self.service.render(request, number, outcome))
+        else:
+            self.pending = self.loop.create_task(self._later(arrived, request, number, outcome))
+
+    async def _later(
+        self, arrived: float, request: ChatRequest, number: int, outcome: Awaitable[Any]
+    ) -> None:
+        reply = await self.service.settle(outcome)
+        self._at(arrived, *self.service.render(request, number, reply))
+
+    def _at(self, arrived: float, delay: float, response: bytes) -> None:
+        self.pending = self.loop.call_at(arrived + delay, self._send, response)
+
+    def _send(self, response: bytes, counted: bool = True) -> None:
+        self.pending = None
+        if self.transport is None or self.transport.is_closing():
+            return
+        self.transport.write(response)
+        if counted:
+            self.service.served["requests"] += 1
+        self.busy = False
+        self.last = self.loop.time()
+        if self.buffer:
+            self._next()
+
+    def _refuse(self, status: int, message: str) -> None:
+        if self.transport is not None:
+            self.transport.write(_response(status, {"error": {"message": message}}))
+            self.transport.close()
 
 
 class OpenAIServer:
@@ -298,7 +421,7 @@ class OpenAIServer:
         self._thread.start()
 
         async def listen() -> asyncio.Server:
-            return await asyncio.start_server(self._service.handle, HOST, 0, backlog=4096)
+            return await listen_on(self._service)
 
         try:
             server = asyncio.run_coroutine_threadsafe(listen(), loop).result(timeout)
@@ -320,6 +443,8 @@ class OpenAIServer:
         async def shutdown() -> None:
             if server is not None:
                 server.close()
+            for connection in list(self._service.connections):
+                connection.close()
             current = asyncio.current_task()
             tasks = [t for t in asyncio.all_tasks() if t is not current]
             for task in tasks:
@@ -358,12 +483,18 @@ async def serve(respond: Responder, latency: float, faults: Faults | None = None
     service = _Service(respond, latency, faults, record=False)
     gc.collect()
     gc.freeze()
-    server = await asyncio.start_server(service.handle, HOST, 0, backlog=4096)
+    server = await listen_on(service)
     port = int(server.sockets[0].getsockname()[1])
     service.base_url = f"http://{HOST}:{port}"
     print(f"PORT {port}", flush=True)
     async with server:
         await server.serve_forever()
+
+
+async def listen_on(service: _Service) -> asyncio.Server:
+    """Listen for `service` on an ephemeral port of 127.0.0.1."""
+    loop = asyncio.get_running_loop()
+    return await loop.create_server(lambda: _Connection(service), HOST, 0, backlog=4096)
 
 
 def load_responder(spec: str) -> Responder:

@@ -39,6 +39,7 @@ from tau_bench.results import (
     OUTPUT_WRITERS,
     EpisodeRecord,
     ResultsLog,
+    encode_record,
     now_iso,
     record_from_episode,
     record_from_exception,
@@ -227,20 +228,30 @@ class Runner:
                 **meta,
             )
 
-    def _store(self, record: EpisodeRecord) -> None:
+    def _price(self, record: EpisodeRecord) -> None:
         if record.cost is None:
             record.cost = episode_cost(record, self.config.platform_price_per_request)
+
+    def _log_line(self, record: EpisodeRecord) -> bytes:
+        """The record priced and encoded as the log stores it (a Ray worker's output)."""
+        self._price(record)
+        return encode_record(record)
+
+    def _store(self, record: EpisodeRecord, line: bytes | None = None) -> None:
+        """Keep a finished record and append it to the log: `line`, when given, is the
+        record already encoded (by a Ray worker)."""
+        self._price(record)
         self._records[record.key] = record
         self._ran += 1
         if self._log is not None:
-            self._log.append(record)
+            self._log.append(record, line)
         if self.observer is not None:
             self.observer.episode_done(record)
 
-    def _finish(self, record: EpisodeRecord) -> bool:
+    def _finish(self, record: EpisodeRecord, line: bytes | None = None) -> bool:
         """Store a finished episode and count it on the circuit breaker (both backends
         come through here, in the order episodes finish): True when the run must stop."""
-        self._store(record)
+        self._store(record, line)
         return self.breaker.observe(record)
 
     async def _work(self, provider: AgentProvider, queue: deque[Key], slots: ProviderSlots) -> None:

@@ -75,7 +75,9 @@ async def run_on_workers(runner: Runner) -> RunOutcome:
     try:
         # One circuit breaker for both backends: `_finish` counts each record as it
         # comes back; when it trips, the backend cancels what is in flight.
-        await backend.run(pending, lambda data: runner._finish(EpisodeRecord.from_dict(data)))
+        await backend.run(
+            pending, lambda data, line: runner._finish(EpisodeRecord.from_dict(data), line)
+        )
     except BaseException:
         interrupted = True
         raise

@@ -23,13 +23,22 @@ class RunObserver(Protocol):
     def finished(self) -> None: ...
 
 
-@dataclass
+@dataclass(repr=False)
 class RunOutcome:
     plan: RunPlan
     records: list[EpisodeRecord]
     summary: dict[str, Any]
     ran: int
     interrupted: bool = False
+
+    def __repr__(self) -> str:
+        # Short on purpose: Python 3.11's asyncio.run formats the main task's result
+        # when it restores the SIGINT handler, and a full repr of 10,000 records
+        # took seconds of CPU at the end of every run.
+        return (
+            f"RunOutcome(run_name={self.plan.run_name!r}, records={len(self.records)}, "
+            f"ran={self.ran}, interrupted={self.interrupted})"
+        )
 
 
 def provider_secrets(provider: AgentProvider) -> list[str]:

@@ -138,6 +138,17 @@ async def test_oracle_run_scores_and_writes_all_files(tmp_path):
     assert record.agent_usage["cost"] == 0.0 and record.duration > 0
 
 
+async def test_an_outcome_and_its_records_print_short(tmp_path):
+    """`asyncio.run` (Python 3.11) formats the main task's result when it restores the
+    SIGINT handler: a repr that grew with the trajectories cost seconds per big run."""
+    outcome = await run_config(make_config(tmp_path, num_trials=2))
+    record = outcome.records[0]
+    assert repr(record) == (
+        "EpisodeRecord(task_id=13, trial=0, reward=1.0, stop_reason='terminate_tool', error=None)"
+    )
+    assert repr(outcome) == "RunOutcome(run_name='t', records=6, ran=6, interrupted=False)"
+
+
 async def test_failing_adapter_is_recorded_and_the_others_scored(tmp_path, register):
     class Flaky(State):
         async def on_send(self, agent: Hooked) -> None:

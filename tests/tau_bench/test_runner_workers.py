@@ -39,6 +39,7 @@ from tau_bench.fakes.openai_server import ChatReply, ChatRequest, OpenAIServer
 from tau_bench.records import EpisodeRecord
 from tau_bench.results_log import read_log
 from tau_bench.runner import Runner, RunOutcome, prepare_run, worker_config
+from tau_bench.runner.backends import ray as ray_backend
 from tau_bench.runner.backends.limiter import ProviderLimiter, RemoteSlots
 from tau_bench.runner.backends.ray import STOP_DEADLINE
 from tests.conftest import DATA_DIR
@@ -216,6 +217,33 @@ async def test_a_killed_worker_has_its_episodes_rerun_and_nothing_duplicated(tmp
     assert outcome.summary["errors"] == 0
     assert [r.user_usage for r in outcome.records] == [r.user_usage for r in reference.records]
     assert [r.agent_usage for r in outcome.records] == [r.agent_usage for r in reference.records]
+
+
+async def test_a_worker_that_stays_dead_leaves_its_episodes_to_resume(tmp_path, monkeypatch):
+    """Past its restarts a worker's episodes in flight are given up, each with a line in
+    `worker_errors`; the other worker runs the rest, and `--resume` plans exactly them."""
+    monkeypatch.setattr(ray_backend, "MAX_RESTARTS", 0)  # no restart: the first death is final
+    with OpenAIServer(scripted_model, latency=0.2) as server:
+        config = llm_config(
+            tmp_path, server.base_url, task_ids=[0, 1, 2, 3], run_name="dead", workers=2
+        )
+        run = asyncio.ensure_future(run_config(config))
+        await wait_until(
+            lambda: len(episode_workers()) == 2 and server.stats()["requests"] >= 4,
+            "two workers calling the model",
+        )
+        victim = episode_workers()[0]
+        os.kill(victim.pid, signal.SIGKILL)
+        outcome = await asyncio.wait_for(run, DEADLINE)
+    errors = outcome.summary["worker_errors"]
+    assert len(errors) == 2  # its share of max_concurrency 4: two in flight
+    assert all(" not run: its worker died once (--resume runs it): " in e for e in errors)
+    keys = log_keys(tmp_path / "dead.jsonl")
+    assert len(keys) == len(set(keys)) == 6 and outcome.summary["errors"] == 0
+    given_up = {(int(e.split()[1]), int(e.split()[3])) for e in errors}
+    assert given_up.isdisjoint(keys)
+    resumed = prepare_run(config.model_copy(update={"resume": str(tmp_path / "dead.jsonl")}))
+    assert set(resumed.pending) == given_up
 
 
 async def test_provider_limit_holds_cluster_wide(tmp_path):

@@ -187,14 +187,18 @@ def steady_rate(done: list[float], calls_per_episode: float) -> float | None:
 
 def add_scaling(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
     """Each Ray row's steady-state throughput against the same stack and level on one
-    Ray worker: `scaling` (x1 = 1.0) and `efficiency` (scaling / workers)."""
+    Ray worker in the same round: `scaling` (x1 = 1.0) and `efficiency` (scaling /
+    workers)."""
+
+    def key(row: dict[str, Any]) -> tuple[Any, ...]:
+        base = row["stack"].split(" ray ")[0]
+        return (base, row["concurrency"], row["episodes"], row.get("round", 0))
+
     one = {
-        (r["stack"].split(" ray ")[0], r["concurrency"], r["episodes"]): r["steady_calls_per_s"]
-        for r in rows
-        if r["backend"] == "ray" and r["workers"] == 1
+        key(r): r["steady_calls_per_s"] for r in rows if r["backend"] == "ray" and r["workers"] == 1
     }
     for row in rows:
-        base = one.get((row["stack"].split(" ray ")[0], row["concurrency"], row["episodes"]))
+        base = one.get(key(row))
         rate = row["steady_calls_per_s"]
         if row["backend"] == "ray" and base and rate:
             row["scaling"] = rate / base
@@ -219,6 +223,7 @@ def run_runner_benchmark(
     processes: int = 1,
     workers: tuple[int, ...] = (1, 2),
     backends: tuple[str, ...] = ("local",),
+    rounds: int = 1,
 ) -> list[dict[str, Any]]:
     """One row per stack and (concurrency, episodes) level; see the module docstring.
 
@@ -230,7 +235,9 @@ def run_runner_benchmark(
     one (the CLI's progress bar) to every run. `backends` "ray" runs every level of the
     model-client stacks with `tau run --backend ray` once per count in `workers`, on one
     local Ray started for the benchmark. A one-episode warm-up per stack and backend
-    (imports, connections) is not measured.
+    (imports, connections) is not measured. `rounds` > 1 measures every row that many
+    times, round by round (1 worker, 2 workers, 1 worker, ...: a shared machine's
+    drifting speed hits both alike), and reports each row's median round (`collapse`).
     """
     unknown = [s for s in stacks if s not in ALL_STACKS]
     if unknown:
@@ -240,6 +247,8 @@ def run_runner_benchmark(
         raise ValueError("every level needs at least one episode and one slot per process")
     if not workers or min(workers) < 1:
         raise ValueError("--workers must be at least 1")
+    if rounds < 1:
+        raise ValueError("--rounds must be at least 1")
     if any(b not in BACKENDS for b in backends):
         raise ValueError(f"unknown backend(s) {backends}; choose from {', '.join(BACKENDS)}")
     if "ray" in backends and processes > 1:
@@ -255,20 +264,69 @@ def run_runner_benchmark(
     try:
         with tempfile.TemporaryDirectory(prefix="runner-bench-") as tmp:
             for stack in stacks:
-                for backend, count in runs(stack, backends, workers):
-                    setup = Setup(server.base, env, data_dir, tmp, model, progress, count, backend)
+                setups = [
+                    Setup(server.base, env, data_dir, tmp, model, progress, count, backend)
+                    for backend, count in runs(stack, backends, workers)
+                ]
+                for setup in setups:
                     measure(setup, stack, 1, 1)  # warm-up: imports, first connections
-                    for concurrency, episodes in levels:
-                        rows.append(
-                            run_level(
+                for round_ in range(rounds):
+                    for setup in setups:
+                        for concurrency, episodes in levels:
+                            row = run_level(
                                 server, setup, stack, concurrency, episodes, latency, processes
                             )
-                        )
+                            rows.append({**row, "round": round_})
     finally:
         server.stop()
         if ray is not None:
             ray.shutdown()
-    return add_scaling(rows)
+    return add_ceiling(collapse(add_scaling(rows)))
+
+
+def collapse(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """One row per stack and level out of its rounds: the round with the median
+    throughput (steady where measured), its `scaling` replaced by the median of the
+    rounds' scalings; every round's figures stay in `*_rounds`."""
+    groups: dict[tuple[Any, ...], list[dict[str, Any]]] = {}
+    for row in rows:
+        groups.setdefault((row["stack"], row["concurrency"], row["episodes"]), []).append(row)
+    out = []
+    for group in groups.values():
+        if len(group) == 1:
+            out.append(group[0])
+            continue
+
+        def rate(row: dict[str, Any]) -> float:
+            return float(row["steady_calls_per_s"] or row["calls_per_s"] or 0.0)
+
+        middle = sorted(group, key=rate)[(len(group) - 1) // 2]
+        row = {**middle, "rounds": len(group), "calls_per_s_rounds": [rate(r) for r in group]}
+        scalings = [r["scaling"] for r in group if "scaling" in r]
+        if scalings:
+            row["scaling"] = statistics.median(scalings)
+            row["efficiency"] = row["scaling"] / row["workers"]
+            row["scaling_rounds"] = scalings
+        out.append(row)
+    return out
+
+
+def add_ceiling(
+    rows: list[dict[str, Any]], measure: Callable[[int], dict[str, Any]] | None = None
+) -> list[dict[str, Any]]:
+    """Each multi-worker Ray row's `machine_ceiling`: what this machine gives that many
+    CPU-bound processes against one (`ceiling.parallel_ceiling`, or `measure`), measured
+    once per worker count after the levels: the most its `scaling` could be."""
+    from tau_bench.benchmarks.runner.ceiling import parallel_ceiling
+
+    counts = sorted({r["workers"] for r in rows if r["backend"] == "ray" and r["workers"] > 1})
+    for count in counts:
+        ceiling = (measure or parallel_ceiling)(count)
+        for row in rows:
+            if row["backend"] == "ray" and row["workers"] == count:
+                row["machine_ceiling"] = ceiling["median"]
+                row["machine_ceiling_rounds"] = ceiling["ratios"]
+    return rows
 
 
 def runs(

@@ -39,7 +39,12 @@ def _num(value: float | None, spec: str) -> str:
 def _scaling(row: dict[str, Any]) -> str:
     if "scaling" not in row:
         return "-"
-    return f"{row['scaling']:.2f}x ({100 * row['efficiency']:.0f} %)"
+    text = f"{row['scaling']:.2f}x ({100 * row['efficiency']:.0f} %)"
+    if row["workers"] > 1 and len(row.get("scaling_rounds", [])) > 1:  # a median: its range
+        text += f", rounds {min(row['scaling_rounds']):.2f}-{max(row['scaling_rounds']):.2f}"
+    if "machine_ceiling" in row:  # what the machine gives as many busy processes
+        text += f"; machine {row['machine_ceiling']:.2f}x"
+    return text
 
 
 def _split(row: dict[str, Any]) -> str:

@@ -4,33 +4,40 @@
 starts a local Ray sized for `workers`), starts `workers` episode-worker actors and, when
 the run caps providers, one `ProviderLimiter` actor, and hands out (task, trial) keys:
 at most `max_concurrency` episodes in flight cluster-wide (fewer when `--provider-limit`
-caps the agent strategy itself), each to the least-loaded worker. Every finished record
-comes back to the driver, which stores it (log, progress, results) - so the results
-contract is the local one and `--resume` works across backends. When storing a record
-trips the run's circuit breaker, nothing new is handed out and the episodes in flight
-are cancelled (a record that came back meanwhile is still stored).
+caps the agent strategy itself), each worker its share. Every finished record comes
+back to the driver, which stores it (log, progress, results) - so the results contract
+is the local one and `--resume` works across backends. When storing a record trips the
+run's circuit breaker, nothing new is handed out and the episodes in flight are
+cancelled (a record that came back meanwhile is still stored).
 
-Failures: a worker process that dies is restarted by Ray and its in-flight episodes are
-re-run on it (`max_restarts`, `max_task_retries`); the driver stores one record per
-key, so nothing is duplicated. A worker that keeps dying leaves its episodes out of the
-log with a line in `errors` (`--resume` runs them). When the driver goes, so does its
-job: the actors are not detached, and a Ray started here shares the driver's fate. A
-worker that dies holding provider slots gives them back when its leases expire
-(`backends.limiter`).
+Keys and records travel in batches: the driver keeps one `exchange` call in flight per
+worker, which starts the keys it carries and returns the records finished since the
+last one (as log lines, encoded on the worker). A Ray call costs the driver more CPU
+than storing a record, so under load many records share one call; the driver is then
+not what limits a cluster (docs/performance.md).
+
+Failures: a worker process that dies is restarted by Ray (`max_restarts`) and the
+driver hands its in-flight episodes out again (`backends.dispatch`); the driver stores
+one record per key, so nothing is duplicated. An episode whose worker died
+`MAX_RESTARTS + 1` times is left out of the log with a line in `errors` (`--resume`
+runs it). When the driver goes, so does its job: the actors are not detached, and a
+Ray started here shares the driver's fate. A worker that dies holding provider slots
+gives them back when its leases expire (`backends.limiter`).
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
+import gc
+import json
 import logging
-from collections import deque
 from collections.abc import Callable
-from dataclasses import dataclass
 from typing import Any
 
 from tau_bench.config import RunConfig
 from tau_bench.runner.backends import Key, share, worker_config
+from tau_bench.runner.backends.dispatch import Dispatch
 from tau_bench.runner.backends.limiter import LEASE_TTL, ProviderLimiter
 from tau_bench.runner.backends.ray_actors import EpisodeWorker
 
@@ -45,17 +52,13 @@ STOP_DEADLINE = 30.0
 """Seconds workers get to release their agents and clients at the end of a run, and
 cancelled episodes get to end when the circuit breaker stops a run."""
 
-Store = Callable[[dict[str, Any]], bool]
-"""Takes a finished episode's record data; True when the run must stop (breaker)."""
+Store = Callable[[dict[str, Any], bytes], bool]
+"""Takes a finished episode's record data and its log line; True when the run must
+stop (breaker)."""
 
 
-@dataclass(frozen=True)
-class Flight:
-    """One episode handed to a worker: its key, the worker's index, Ray's reference."""
-
-    key: Key
-    worker: int
-    ref: Any
+def first_line(exc: BaseException) -> str:
+    return (str(exc).strip().splitlines() or [type(exc).__name__])[0]
 
 
 def ray_module() -> Any:
@@ -134,9 +137,13 @@ class RayBackend:
         actor = ray.remote(EpisodeWorker).options(
             num_cpus=1,
             scheduling_strategy="SPREAD",  # over the cluster's nodes, not packed on one
-            max_concurrency=per_worker + 2,  # + pid() and close() while episodes run
+            # exchange(), cancel(), pid() and close() at once; episodes are the
+            # worker's own asyncio tasks, not Ray calls
+            max_concurrency=8,
             max_restarts=MAX_RESTARTS,
-            max_task_retries=MAX_RESTARTS,
+            # A dead worker's episodes are re-queued by the driver (`Dispatch`): Ray
+            # retrying an exchange would run its batch twice.
+            max_task_retries=0,
         )
         self.actors = [
             actor.remote(data, self.limiter, self.runner_cls) for _ in range(self.workers)
@@ -150,62 +157,85 @@ class RayBackend:
             ) from None
 
     async def run(self, keys: list[Key], store: Store) -> None:
-        """Run `keys` on the workers, calling `store(record data)` as each finishes;
-        when `store` says stop, cancel the episodes in flight and return."""
+        """Run `keys` on the workers, calling `store(record data, log line)` as each
+        finishes; when `store` says stop, cancel the episodes in flight and return."""
         if not self.actors:
             self.start()
         ray = ray_module()
-        queue: deque[Key] = deque(keys)
-        load = [0] * len(self.actors)
-        running: dict[asyncio.Future[Any], Flight] = {}
-        cap = self.in_flight_cap()
+        plan = Dispatch(keys, len(self.actors), self.in_flight_cap(), MAX_RESTARTS)
+        calls: dict[asyncio.Future[Any], int] = {}  # the one exchange in flight per worker
+
+        def call(worker: int) -> None:
+            batch = plan.take(worker)
+            if batch or plan.busy(worker):
+                ref = self.actors[worker].exchange.remote(batch)
+                calls[asyncio.wrap_future(ref.future())] = worker
+
         stop = False
         try:
-            while (queue or running) and not stop:
-                while queue and len(running) < cap:
-                    worker = min(range(len(load)), key=load.__getitem__)
-                    key = queue.popleft()
-                    ref = self.actors[worker].run.remote(key)
-                    running[asyncio.wrap_future(ref.future())] = Flight(key, worker, ref)
-                    load[worker] += 1
-                done, _ = await asyncio.wait(running, return_when=asyncio.FIRST_COMPLETED)
+            for worker in plan.live():
+                call(worker)
+            while calls and not stop:
+                done, _ = await asyncio.wait(calls, return_when=asyncio.FIRST_COMPLETED)
                 for future in done:  # all of them: a finished record is never dropped
-                    flight = running.pop(future)
-                    load[flight.worker] -= 1
+                    worker = calls.pop(future)
                     try:
-                        data = future.result()
+                        lines, lost = future.result()
                     except ray.exceptions.RayActorError as exc:
-                        self._lost(flight.worker, flight.key, exc)
+                        plan.died(worker, first_line(exc))
+                        plan.give_up_if_no_workers()
                         continue
-                    stop = store(data) or stop
+                    stop = self._take_back(plan, worker, lines, lost, store) or stop
+                    # The stored records live until the run ends and hold no cycles: out
+                    # of the collector's passes, which otherwise cost the driver as much
+                    # as decoding them (a run of 2,000 episodes froze ~150 objects of
+                    # cyclic garbage along with them).
+                    gc.freeze()
+                if not stop:  # refill: the workers that answered, and idle ones (re-queued keys)
+                    for worker in plan.live():
+                        if worker not in calls.values():
+                            call(worker)
             if stop:
-                await self._cancel(ray, running, store)
+                await self._cancel(plan, calls, store)
         finally:
-            for future in running:
+            for future in calls:
                 future.cancel()
+            self.errors += plan.errors
+
+    def _take_back(
+        self,
+        plan: Dispatch,
+        worker: int,
+        lines: list[bytes],
+        lost: list[tuple[Key, str]],
+        store: Store,
+    ) -> bool:
+        """Store what one exchange handed back; True when the run must stop."""
+        stop = False
+        for line in lines:
+            data = json.loads(line)
+            if plan.finished(worker, (data["task_id"], data["trial"])):
+                stop = store(data, line) or stop
+        for key, reason in lost:
+            plan.lost(worker, (key[0], key[1]), reason)
+        return stop
 
     async def _cancel(
-        self, ray: Any, running: dict[asyncio.Future[Any], Flight], store: Store
+        self, plan: Dispatch, calls: dict[asyncio.Future[Any], int], store: Store
     ) -> None:
         """Cancel the episodes in flight (left out of the log: `--resume` runs them),
         storing any that finished before its cancellation took effect."""
-        for flight in running.values():
+        for worker in set(calls.values()):
             with contextlib.suppress(Exception):
-                ray.cancel(flight.ref)
-        if not running:
+                self.actors[worker].cancel.remote()
+        if not calls:
             return
-        ended, _ = await asyncio.wait(running, timeout=STOP_DEADLINE)
+        ended, _ = await asyncio.wait(calls, timeout=STOP_DEADLINE)
         for future in ended:
-            del running[future]
+            worker = calls.pop(future)
             if not future.cancelled() and future.exception() is None:
-                store(future.result())
-
-    def _lost(self, worker: int, key: Key, exc: BaseException) -> None:
-        first_line = (str(exc).strip().splitlines() or [type(exc).__name__])[0]
-        self.errors.append(
-            f"worker {worker} died {MAX_RESTARTS + 1} times; episode {key[0]} trial {key[1]}"
-            f" not run (--resume runs it): {first_line[:200]}"
-        )
+                lines, lost = future.result()
+                self._take_back(plan, worker, lines, lost, store)
 
     def _kill_all(self, ray: Any) -> None:
         for actor in [*self.actors, *([self.limiter] if self.limiter is not None else [])]:

@@ -2,8 +2,10 @@
 
 An `EpisodeWorker` rebuilds the run from its config (agent from its entry point, user,
 tool server) once, then runs episodes it is handed with the runner's own `_episode`, so
-infra-error handling and model-call retries are exactly those of a local run; it returns
-each record as plain data and writes nothing. With `--provider-limit` its model calls
+infra-error handling and model-call retries are exactly those of a local run; it hands
+back each finished record as its log line (priced and encoded, as the driver appends
+it) and writes nothing. Episodes and their records travel in batches (`exchange`): a
+Ray call costs the driver about half a millisecond of CPU, more than storing a record. With `--provider-limit` its model calls
 take their slots from the run's one limiter actor (`backends.limiter`), so a cap holds
 for the whole cluster, not per worker.
 
@@ -37,6 +39,10 @@ class EpisodeWorker:
         self._runner: Any = None
         self._provider: Any = None
         self._slots: RemoteSlots | None = None
+        self._news: asyncio.Event | None = None  # set when an episode ends
+        self._running: dict[Key, asyncio.Task[None]] = {}
+        self._lines: list[bytes] = []  # finished episodes' log lines, not yet handed back
+        self._lost: list[tuple[Key, str]] = []
         self._episodes = 0
         self._cpu0 = 0.0
 
@@ -64,16 +70,50 @@ class EpisodeWorker:
         self._runner, self._provider = runner, provider
         self._cpu0 = time.process_time()  # episodes' CPU from here (imports excluded)
 
-    async def run(self, key: Key) -> dict[str, Any]:
-        """Run one (task, trial) episode and return its record as plain data."""
+    async def exchange(self, keys: list[Key]) -> tuple[list[bytes], list[tuple[Key, str]]]:
+        """Start the episodes of `keys`, then hand back what finished since the last
+        call: the log lines of finished episodes, and the keys of any that ended
+        without a record (with why). Waits until there is something to hand back or
+        nothing runs; every episode has its own deadline, so the wait has one too.
+
+        One call per batch, not per episode: the driver keeps one exchange in flight
+        per worker, and under load the lines of many episodes share its round trip."""
         if self._ready is None:
-            self._ready = asyncio.Lock()
+            self._ready, self._news = asyncio.Lock(), asyncio.Event()
         async with self._ready:
             if self._runner is None:
                 await self._setup()
-        record = await self._runner._episode(self._provider, tuple(key))
-        self._episodes += 1
-        return dict(record.to_dict())
+        assert self._news is not None
+        for key in keys:
+            episode = (key[0], key[1])
+            self._running[episode] = asyncio.create_task(self._one(episode))
+        while not (self._lines or self._lost) and self._running:
+            self._news.clear()
+            await self._news.wait()
+        lines, self._lines = self._lines, []
+        lost, self._lost = self._lost, []
+        return lines, lost
+
+    async def _one(self, key: Key) -> None:
+        """One episode: its record priced and encoded here, as the log stores it (the
+        driver appends the line as is: the encoding's CPU is spread over the workers)."""
+        try:
+            record = await self._runner._episode(self._provider, key)
+            self._lines.append(self._runner._log_line(record))
+            self._episodes += 1
+        except Exception as exc:  # `_episode` records failures; this is a bug, not lost
+            self._lost.append((key, f"{type(exc).__name__}: {exc}"))
+        finally:
+            del self._running[key]
+            if self._news is not None:
+                self._news.set()
+
+    def cancel(self) -> int:
+        """Cancel every running episode (the run's circuit breaker tripped); the
+        pending `exchange` then returns what finished. Returns how many it cancelled."""
+        for task in self._running.values():
+            task.cancel()
+        return len(self._running)
 
     def pid(self) -> int:
         """This worker's process id (tests kill it)."""
@@ -94,6 +134,8 @@ class EpisodeWorker:
             "cpu_s": time.process_time() - self._cpu0 if self._runner is not None else 0.0,
             "peak_rss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024,
         }
+        for task in list(self._running.values()):  # none after a run that finished
+            task.cancel()
         if self._slots is not None:
             await self._slots.aclose()
             self._slots = None

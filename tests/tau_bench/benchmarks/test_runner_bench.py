@@ -11,7 +11,13 @@ import pytest
 
 import tau_bench.benchmarks
 from tau_bench.benchmarks import runner as bench
-from tau_bench.benchmarks.runner.levels import add_scaling, steady_rate
+from tau_bench.benchmarks.runner.ceiling import parallel_ceiling
+from tau_bench.benchmarks.runner.levels import (
+    add_ceiling,
+    add_scaling,
+    collapse,
+    steady_rate,
+)
 from tau_bench.llm import llm_path
 
 from ...conftest import DATA_DIR
@@ -101,6 +107,59 @@ def test_scaling_compares_each_ray_row_with_one_worker() -> None:
     assert [r.get("scaling") for r in rows] == [None, 1.0, 1.6, None]
     assert rows[2]["efficiency"] == pytest.approx(0.8)
     assert "1.60x (80 %)" in bench.markdown([{**COMPLETE_ROW, **rows[2]}])
+
+
+def test_rounds_compare_within_a_round_and_report_the_median_round() -> None:
+    def row(workers: int, rate: float, round_: int) -> dict[str, Any]:
+        stack = f"direct ray x{workers}"
+        return {
+            **COMPLETE_ROW,
+            "stack": stack,
+            "backend": "ray",
+            "workers": workers,
+            "steady_calls_per_s": rate,
+            "round": round_,
+        }
+
+    # The machine drifts: round 1 is slow for both rows, round 2 fast for both.
+    rounds = [(1000.0, 1600.0), (800.0, 1360.0), (1200.0, 1800.0)]
+    rows = [
+        row(n, rate, i)
+        for i, pair in enumerate(rounds)
+        for n, rate in zip((1, 2), pair, strict=True)
+    ]
+    out = collapse(add_scaling(rows))
+    assert [(r["stack"], r["rounds"]) for r in out] == [("direct ray x1", 3), ("direct ray x2", 3)]
+    two = out[1]
+    assert two["scaling_rounds"] == pytest.approx([1.6, 1.7, 1.5])
+    assert two["scaling"] == pytest.approx(1.6) and two["efficiency"] == pytest.approx(0.8)
+    assert two["steady_calls_per_s"] == 1600.0  # the median round's own figures
+    assert two["calls_per_s_rounds"] == [1600.0, 1360.0, 1800.0]
+    assert "1.60x (80 %), rounds 1.50-1.70" in bench.markdown(out)
+    assert collapse([COMPLETE_ROW]) == [COMPLETE_ROW]  # one round: the row as measured
+    with pytest.raises(ValueError, match="--rounds"):
+        bench.run_runner_benchmark([(1, 1)], rounds=0)
+
+
+def test_the_machine_ceiling_goes_with_the_multi_worker_rows() -> None:
+    figure = parallel_ceiling(2, rounds=2, seconds=0.2)
+    assert figure["processes"] == 2 and len(figure["ratios"]) == 2
+    # Work was done and compared (loose bounds: on a shared, loaded machine two busy
+    # processes may do no more than one; the figure itself is what the benchmark reports).
+    assert all(0.2 < ratio < 4.0 for ratio in figure["ratios"])
+    assert (
+        figure["median"]
+        == sorted(figure["ratios"])[0]
+        + (sorted(figure["ratios"])[1] - sorted(figure["ratios"])[0]) / 2
+    )
+    rows = [
+        {**COMPLETE_ROW, "backend": "ray", "workers": 1, "scaling": 1.0, "efficiency": 1.0},
+        {**COMPLETE_ROW, "backend": "ray", "workers": 2, "scaling": 1.5, "efficiency": 0.75},
+        {**COMPLETE_ROW, "backend": "local", "workers": 0},
+    ]
+    add_ceiling(rows, measure=lambda n: {"median": 1.7, "ratios": [1.6, 1.7, 1.8]})
+    assert [r.get("machine_ceiling") for r in rows] == [None, 1.7, None]
+    assert "1.50x (75 %); machine 1.70x" in bench.markdown(rows)
 
 
 def test_levels_syntax() -> None:

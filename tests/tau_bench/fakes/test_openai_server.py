@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import socket
 import time
 
 import httpx
@@ -163,3 +164,89 @@ async def test_a_service_that_does_not_record_keeps_no_request() -> None:
         assert answer.startswith(b"HTTP/1.1 200") and b'"HELLO"' in answer
         assert service.served["requests"] == 1
         assert len(service.requests) == (1 if record else 0)
+
+
+def _raw_request(body: bytes, path: str = "/v1/chat/completions") -> bytes:
+    head = f"POST {path} HTTP/1.1\r\nHost: x\r\nContent-Length: {len(body)}\r\n\r\n"
+    return head.encode() + body
+
+
+def _read_responses(sock: socket.socket, count: int) -> list[tuple[int, bytes]]:
+    """`count` HTTP responses off `sock` (status, body), within the socket's timeout."""
+    data, out = b"", []
+    while len(out) < count:
+        end = data.find(b"\r\n\r\n")
+        if end >= 0:
+            head = data[:end].decode("latin-1").split("\r\n")
+            length = next(
+                int(h.split(":", 1)[1]) for h in head if h.lower().startswith("content-length")
+            )
+            if len(data) >= end + 4 + length:
+                out.append((int(head[0].split()[1]), data[end + 4 : end + 4 + length]))
+                data = data[end + 4 + length :]
+                continue
+        chunk = sock.recv(65536)
+        if not chunk:
+            raise AssertionError(f"connection closed after {len(out)} responses")
+        data += chunk
+    return out
+
+
+def _connect(server: OpenAIServer) -> socket.socket:
+    return socket.create_connection(("127.0.0.1", server.port), timeout=10)
+
+
+def test_requests_sent_together_are_answered_in_order() -> None:
+    first = json.dumps({"messages": [{"role": "user", "content": "one"}]}).encode()
+    second = json.dumps({"messages": [{"role": "user", "content": "two"}]}).encode()
+    with OpenAIServer(_echo, latency=0.05) as server, _connect(server) as sock:
+        sock.sendall(_raw_request(first) + _raw_request(second))  # one write, two requests
+        answers = _read_responses(sock, 2)
+        assert server.stats() == {"requests": 2, "connections": 1}
+    contents = [json.loads(b)["choices"][0]["message"]["content"] for _, b in answers]
+    assert [s for s, _ in answers] == [200, 200] and contents == ["ONE", "TWO"]
+
+
+@pytest.mark.parametrize(
+    ("request_bytes", "status"),
+    [
+        (b"POST /v1/chat/completions HTTP/1.1\r\nContent-Length: many\r\n\r\n", 400),
+        (b"POST /v1/chat/completions HTTP/1.1\r\nContent-Length: 999999999\r\n\r\n", 413),
+        (b"POST /v1/chat/completions HTTP/1.1\r\nX-Pad: " + b"a" * 70_000, 431),
+    ],
+)
+def test_malformed_requests_get_an_error_and_the_connection_closes(
+    request_bytes: bytes, status: int
+) -> None:
+    with OpenAIServer(_echo) as server:
+        with _connect(server) as sock:
+            sock.sendall(request_bytes)
+            assert _read_responses(sock, 1)[0][0] == status
+            assert sock.recv(1) == b""  # closed by the server, not left waiting
+        # ...and the server goes on serving others.
+        answer = httpx.post(f"{server.base_url}/chat/completions", json={"messages": HELLO})
+        assert answer.status_code == 200
+
+
+def test_a_silent_connection_is_closed_after_the_read_deadline(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    from tau_bench.fakes import openai_server
+
+    monkeypatch.setattr(openai_server, "READ_DEADLINE", 0.3)
+    with OpenAIServer(_echo) as server, _connect(server) as sock:
+        body = json.dumps({"messages": HELLO}).encode()
+        sock.sendall(_raw_request(body))
+        assert _read_responses(sock, 1)[0][0] == 200
+        started = time.perf_counter()
+        assert sock.recv(1) == b""  # the socket's own 10 s timeout bounds this wait
+        assert time.perf_counter() - started < 5
+
+
+def test_a_client_gone_before_its_answer_leaves_the_server_serving() -> None:
+    with OpenAIServer(_echo, latency=0.3) as server:
+        with _connect(server) as sock:
+            sock.sendall(_raw_request(json.dumps({"messages": HELLO}).encode()))
+        answer = httpx.post(f"{server.base_url}/chat/completions", json={"messages": HELLO})
+        assert answer.status_code == 200
+        assert server.stats()["requests"] == 1  # the abandoned answer was never sent
