@@ -5,9 +5,9 @@ tool server) once, then runs episodes it is handed with the runner's own `_episo
 infra-error handling and model-call retries are exactly those of a local run; it hands
 back each finished record as its log line (priced and encoded, as the driver appends
 it) and writes nothing. Episodes and their records travel in batches (`exchange`): a
-Ray call costs the driver about half a millisecond of CPU, more than storing a record. With `--provider-limit` its model calls
-take their slots from the run's one limiter actor (`backends.limiter`), so a cap holds
-for the whole cluster, not per worker.
+Ray call costs the driver about half a millisecond of CPU, more than storing a record.
+With `--provider-limit` its model calls take their slots from the run's one limiter
+actor (`backends.limiter`), so a cap holds for the whole cluster, not per worker.
 
 A plain class; `tau_bench.runner.backends.ray` wraps it with `ray.remote` (Ray is an
 optional dependency: imported there, and here only inside a running worker).
@@ -101,7 +101,7 @@ class EpisodeWorker:
             record = await self._runner._episode(self._provider, key)
             self._lines.append(self._runner._log_line(record))
             self._episodes += 1
-        except Exception as exc:  # `_episode` records failures; this is a bug, not lost
+        except Exception as exc:  # `_episode` records failures: a bug, reported to the driver
             self._lost.append((key, f"{type(exc).__name__}: {exc}"))
         finally:
             del self._running[key]
