@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from tau_bench.json_decode import loads
 from tau_bench.records import EpisodeRecord
 
 LOG_FORMAT = "tau-adapters-run/1"
@@ -54,7 +55,7 @@ def read_log(path: Path) -> LogContents:
         if not line.strip():
             continue
         try:
-            obj = json.loads(line)
+            obj = loads(line)
         except (json.JSONDecodeError, UnicodeDecodeError):
             bad += 1
             continue

@@ -34,6 +34,8 @@ from dataclasses import dataclass, field
 from types import TracebackType
 from typing import Any
 
+from tau_bench.json_decode import loads
+
 HOST = "127.0.0.1"
 START_DEADLINE = 30.0  # seconds to start listening
 STOP_DEADLINE = 10.0  # seconds to stop
@@ -206,7 +208,7 @@ class _Service:
         if method != "POST" or not path.endswith("/chat/completions"):
             return _response(404, {"error": {"message": f"no route {method} {path}"}})
         try:
-            parsed = json.loads(body or b"{}")
+            parsed = loads(body or b"{}")
         except ValueError:
             return _response(400, {"error": {"message": "request body is not JSON"}})
         if not isinstance(parsed, dict):

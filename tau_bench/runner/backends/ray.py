@@ -30,12 +30,12 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import gc
-import json
 import logging
 from collections.abc import Callable
 from typing import Any
 
 from tau_bench.config import RunConfig
+from tau_bench.json_decode import loads
 from tau_bench.runner.backends import Key, share, worker_config
 from tau_bench.runner.backends.dispatch import Dispatch
 from tau_bench.runner.backends.limiter import LEASE_TTL, ProviderLimiter
@@ -213,7 +213,7 @@ class RayBackend:
         """Store what one exchange handed back; True when the run must stop."""
         stop = False
         for line in lines:
-            data = json.loads(line)
+            data = loads(line)
             if plan.finished(worker, (data["task_id"], data["trial"])):
                 stop = store(data, line) or stop
         for key, reason in lost:

@@ -1,0 +1,33 @@
+"""JSON decoding for the hot paths (log lines, model-call bodies of the fake server).
+
+orjson decodes these 2-3 times faster than the standard library, which matters where one
+process decodes every record of a cluster (the Ray driver). Its grammar differs, though:
+it rejects NaN and Infinity (which `json.dumps` writes) and turns integers beyond 64 bits
+into floats. Documents with either go to the standard library, so what is accepted and
+what it decodes to stay exactly `json.loads`'s.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import orjson
+
+# Every ASCII digit mapped to "0": a run of 19 zeros after the mapping is a run of 19
+# digits, the shortest integer orjson may not keep exact (below -2**63 or above 2**64-1).
+# One C pass; the rare false alarm (a long digit string) only costs the slower decode.
+_DIGITS_TO_ZERO = bytes(0x30 if 0x30 <= b <= 0x39 else b for b in range(256))
+_LONG_NUMBER = b"0" * 19
+
+
+def loads(data: bytes | bytearray | memoryview | str) -> Any:
+    """`json.loads(data)`, decoded by orjson where that is exact; raises
+    `json.JSONDecodeError` (`UnicodeDecodeError` for bytes not UTF-8) for what is not JSON."""
+    raw = data.encode("utf-8", "surrogatepass") if isinstance(data, str) else bytes(data)
+    if raw.translate(_DIGITS_TO_ZERO).find(_LONG_NUMBER) < 0:
+        try:
+            return orjson.loads(raw)
+        except orjson.JSONDecodeError:
+            pass  # not JSON, or NaN/Infinity: the standard library says which
+    return json.loads(data if isinstance(data, str) else raw)
