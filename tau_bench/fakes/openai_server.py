@@ -369,9 +369,9 @@ class _Connection(asyncio.Protocol):
         self.pending = None
         if self.transport is None or self.transport.is_closing():
             return
-        self.transport.write(response)
-        if counted:
+        if counted:  # before the write: a client holding its answer finds it counted
             self.service.served["requests"] += 1
+        self.transport.write(response)
         self.busy = False
         self.last = self.loop.time()
         if self.buffer:
