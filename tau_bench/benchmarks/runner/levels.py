@@ -11,6 +11,7 @@ import time
 from collections.abc import Callable
 from typing import Any, Literal
 
+from tau_bench.benchmarks.runner.machine_cpu import BusyCores, RayServicesCPU
 from tau_bench.benchmarks.runner.measure import DEFAULT_MODEL, Setup, measure
 from tau_bench.fakes.process import OpenAIServerProcess
 
@@ -56,10 +57,11 @@ def measure_in_processes(
     concurrency: int,
     episodes: int,
     processes: int,
-) -> tuple[list[dict[str, Any]], float, dict[str, int], float]:
+) -> tuple[list[dict[str, Any]], float, dict[str, int], float, float]:
     """The level split evenly over `processes` spawned workers started together (what a
     multi-process runner would get); the wall time runs from the common start. Returns
-    the workers' figures, the wall time, and the server's stats and CPU at the start."""
+    the workers' figures, the wall time, the server's stats and CPU at the start, and
+    the machine's busy cores from the start."""
     import multiprocessing
 
     ctx = multiprocessing.get_context("spawn")
@@ -77,10 +79,12 @@ def measure_in_processes(
             if problem is not None:
                 raise RuntimeError(f"benchmark worker failed to start: {problem}")
         before, server_cpu0 = server.stats(), server.cpu_seconds()  # after the warm-ups
+        busy = BusyCores()
         t0 = time.perf_counter()
         start.set()
         parts = [out.get(timeout=3600) for _ in procs]
         wall = time.perf_counter() - t0
+        busy_cores = busy.cores()
     finally:
         for proc in procs:
             proc.join(timeout=30)
@@ -89,7 +93,7 @@ def measure_in_processes(
     failed = [p["error"] for p in parts if "error" in p]
     if failed:
         raise RuntimeError(f"benchmark worker failed: {failed[0]}")
-    return parts, wall, before, server_cpu0
+    return parts, wall, before, server_cpu0, busy_cores
 
 
 def run_level(
@@ -101,15 +105,21 @@ def run_level(
     latency: float,
     processes: int = 1,
 ) -> dict[str, Any]:
+    ray_services = None
     if processes == 1:
+        if setup.backend == "ray":
+            ray_services = RayServicesCPU({server.proc.pid})
         before, server_cpu0 = server.stats(), server.cpu_seconds()
+        busy = BusyCores()
         parts = [measure(setup, stack, concurrency, episodes)]
+        busy_cores = busy.cores()
         wall = parts[0]["wall_s"]
     else:
-        parts, wall, before, server_cpu0 = measure_in_processes(
+        parts, wall, before, server_cpu0, busy_cores = measure_in_processes(
             server, setup, stack, concurrency, episodes, processes
         )
     server_cpu = server.cpu_seconds() - server_cpu0
+    ray_cpu = ray_services.seconds() if ray_services is not None else None
     after = server.stats()
     calls = after["requests"] - before["requests"]
     per_episode = calls / episodes
@@ -147,6 +157,8 @@ def run_level(
         "workers_cpu_ms_per_call": 1000 * workers_cpu / calls if calls else None,
         "server_cpu_s": server_cpu,
         "server_cpu_ms_per_call": 1000 * server_cpu / calls if calls else None,
+        "ray_cpu_ms_per_call": 1000 * ray_cpu / calls if calls and ray_cpu is not None else None,
+        "busy_cores": busy_cores,
         "connections": after["connections"] - before["connections"],
         "http_clients": sum(p["http_clients"] for p in parts),
         "peak_rss_mb": sum(p["peak_rss_mb"] for p in parts),

@@ -21,7 +21,8 @@ COLUMNS = (
     ("calls/s", lambda r: f"{r['calls_per_s']:.0f}"),
     ("steady calls/s", lambda r: _num(r.get("steady_calls_per_s"), "{:.0f}")),
     ("vs ray x1", lambda r: _scaling(r)),
-    ("driver / workers / server CPU ms/call", lambda r: _split(r)),
+    ("driver / workers / server / Ray CPU ms/call", lambda r: _split(r)),
+    ("busy cores", lambda r: _num(r.get("busy_cores"), "{:.2f}")),
     ("conns", lambda r: str(r["connections"])),
     (
         "turn p50/p95 ms",
@@ -48,13 +49,15 @@ def _scaling(row: dict[str, Any]) -> str:
 
 
 def _split(row: dict[str, Any]) -> str:
-    """The benchmark (driver) process's, the Ray workers' and the fake server's CPU."""
+    """The benchmark (driver) process's, the Ray workers', the fake server's and Ray's
+    services' CPU."""
     workers = row.get("workers_cpu_ms_per_call") if row.get("backend") == "ray" else None
     return " / ".join(
         (
             _num(row.get("driver_cpu_ms_per_call"), "{:.2f}"),
             _num(workers, "{:.2f}"),
             _num(row.get("server_cpu_ms_per_call"), "{:.2f}"),
+            _num(row.get("ray_cpu_ms_per_call"), "{:.2f}"),
         )
     )
 

@@ -4,6 +4,7 @@ no import of the CLI."""
 from __future__ import annotations
 
 import ast
+import os
 from pathlib import Path
 from typing import Any
 
@@ -48,6 +49,11 @@ def test_a_small_level_runs_six_calls_per_episode_and_respects_the_bound() -> No
         assert split == pytest.approx(row["cpu_ms_per_call"])
         assert (row["workers_cpu_ms_per_call"] > 0) is (row["backend"] == "ray")
         assert row["server_cpu_ms_per_call"] > 0 and 0 < row["first_done_s"] <= row["wall_s"]
+        # Ray's services: measured on Ray rows only (a short level may cost them nothing)
+        assert (row["ray_cpu_ms_per_call"] is not None) is (row["backend"] == "ray")
+        assert (row["ray_cpu_ms_per_call"] or 0.0) >= 0
+        # the measured processes ran on this machine's cores, and not on more than it has
+        assert 0 < row["busy_cores"] <= (os.cpu_count() or 1) + 0.05
     assert [r.get("scaling") for r in rows] == [None, None, 1.0, None, 1.0]
     assert llm_path() == "auto"  # the runs' --llm-path does not outlive the benchmark
     table = bench.markdown(rows)
