@@ -11,11 +11,15 @@ the harness).
 
 from __future__ import annotations
 
+import time
 from typing import Any
 
 ACTOR_MARKS = ("EpisodeWorker", "ProviderLimiter", "IDLE", "default_worker.py")
 """Process titles of Ray worker processes (actors, pooled idle workers): their CPU is
 the workers' own (`worker_stats`), or a run's, not Ray's services'."""
+
+BUSY_FIELDS = ("user", "nice", "system", "irq", "softirq", "interrupt", "dpc")
+"""psutil's busy CPU-time fields across platforms (Windows: interrupt, dpc)."""
 
 
 class RayServicesCPU:
@@ -65,13 +69,10 @@ class BusyCores:
     waiting on I/O) on average between `__init__` and `cores()`."""
 
     def __init__(self) -> None:
-        import time
-
-        self._clock = time.perf_counter
-        self._t0, self._busy0 = self._clock(), _busy_seconds()
+        self._t0, self._busy0 = time.perf_counter(), _busy_seconds()
 
     def cores(self) -> float:
-        elapsed = self._clock() - self._t0
+        elapsed = time.perf_counter() - self._t0
         return (_busy_seconds() - self._busy0) / elapsed if elapsed > 0 else 0.0
 
 
@@ -81,7 +82,3 @@ def _busy_seconds() -> float:
     times = psutil.cpu_times()._asdict()
     # Linux also counts guests inside user and nice, and steal is the hypervisor's.
     return float(sum(v for k, v in times.items() if k in BUSY_FIELDS))
-
-
-BUSY_FIELDS = ("user", "nice", "system", "irq", "softirq", "interrupt", "dpc")
-"""psutil's busy CPU-time fields across platforms (Windows: interrupt, dpc)."""
