@@ -2,7 +2,7 @@
 
 Why: checking our τ² exports with the original tool chain (`tau2 evaluate-trajs`) re-runs
 its LLM judge on every task with NL assertions. Served by the fake OpenAI server
-(`python -m tau_bench.fakes.process --responder tau_bench.fakes.nl_judge:all_met`), this
+(`python -m tau_bench.fakes --responder tau_bench.fakes.nl_judge:all_met`), this
 makes that check offline and deterministic, like `--judge-model assume-met` on our side.
 
 The judge's user prompt ends with `expectedOutcomes:` followed by the assertions as a

@@ -13,7 +13,7 @@ Every wait has a deadline: start-up, reading a request, computing a reply, shutd
 
 Two ways to run it: `OpenAIServer` in a thread of this process (tests, the SDG benchmark),
 and `OpenAIServerProcess` in a child process, so that its CPU is not the measured
-process's (`tau bench runner`): `python -m tau_bench.fakes.process --responder
+process's (`tau bench runner`): `python -m tau_bench.fakes --responder
 module:function --latency 0.2` prints `PORT <n>` once it listens.
 
 An asyncio protocol rather than a web framework (or even asyncio streams): at 1000+

@@ -21,11 +21,12 @@ from tau_bench.fakes.openai_server import (
     serve,
 )
 
-MODULE = "tau_bench.fakes.process"
+MODULE = "tau_bench.fakes"
+"""What the child runs (`python -m`): the package's `__main__`."""
 
 
 class OpenAIServerProcess:
-    """`python -m tau_bench.fakes.process --responder module:function` as a child.
+    """`python -m tau_bench.fakes --responder module:function` as a child.
 
     `responder` names an importable reply function (a child process cannot take a
     closure). `base` is the server root, `base_url` the OpenAI base URL (`.../v1`).
@@ -111,7 +112,3 @@ def main(argv: list[str] | None = None) -> int:
     except KeyboardInterrupt:
         pass
     return 0
-
-
-if __name__ == "__main__":
-    raise SystemExit(main())

@@ -5,6 +5,8 @@ from __future__ import annotations
 import asyncio
 import json
 import socket
+import subprocess
+import sys
 import time
 
 import httpx
@@ -144,6 +146,16 @@ def test_the_child_process_server_answers_and_counts() -> None:
         assert answer.status_code == 200
         assert server.stats()["requests"] == 1 and server.cpu_seconds() > 0
     assert server.proc.poll() is not None
+
+
+def test_the_child_entry_point_starts_without_a_warning() -> None:
+    """`tau bench runner` printed runpy's "found in sys.modules" warning on every start."""
+    from tau_bench.fakes.process import MODULE
+
+    argv = [sys.executable, "-W", "error::RuntimeWarning", "-m", MODULE, "--help"]
+    done = subprocess.run(argv, capture_output=True, text=True, timeout=60, check=False)
+    assert done.returncode == 0, done.stderr
+    assert "--responder" in done.stdout and not done.stderr
 
 
 def test_a_child_that_cannot_start_fails_within_its_deadline() -> None:
