@@ -46,6 +46,7 @@ from tau_bench.results import (
     write_json_atomic,
 )
 from tau_bench.runner.breaker import CircuitBreaker
+from tau_bench.runner.collector import run_pace
 from tau_bench.runner.deadlines import (
     EpisodeTimeoutError,
     episode_deadline,
@@ -304,7 +305,12 @@ class Runner:
         """Run every pending episode. On cancellation the finished ones are written
         (log, results, summary), `self.outcome` is set, and the cancellation propagates.
 
-        With the Ray backend the episodes run on Ray workers (`runner.distributed`)."""
+        With the Ray backend the episodes run on Ray workers (`runner.distributed`).
+        The cycle collector runs at a run's pace meanwhile (`runner.collector`)."""
+        with run_pace():
+            return await self._run()
+
+    async def _run(self) -> RunOutcome:
         cfg = self.config
         if cfg.backend == "ray" or cfg.workers > 1 or cfg.ray_address:
             return await run_on_workers(self)

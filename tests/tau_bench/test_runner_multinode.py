@@ -18,6 +18,7 @@ from ray.cluster_utils import Cluster
 
 from tau_bench.config import RunConfig
 from tau_bench.runner import Runner, prepare_run
+from tau_bench.runner.collector import YOUNG_THRESHOLD
 from tests.conftest import DATA_DIR
 
 DEADLINE = 120.0  # seconds the nodes get to register (a loaded 2-core machine is slow)
@@ -83,3 +84,5 @@ async def test_a_run_spreads_over_both_nodes_and_matches_a_local_run(
         per_node[stats["node_id"]] += stats["episodes"]
     assert set(per_node) == {node.node_id for node in cluster.list_all_nodes()}
     assert all(n > 0 for n in per_node.values()) and sum(per_node.values()) == planned
+    # Each worker ran its episodes at a run's collector pace, as a local run does.
+    assert [s["gc_young_threshold"] for s in runner.worker_stats] == [YOUNG_THRESHOLD] * 2

@@ -6,6 +6,7 @@ import asyncio
 import contextlib
 import json
 import os
+import tempfile
 import threading
 import time
 from collections.abc import Callable, Iterator
@@ -89,13 +90,17 @@ def openai_route(stack: str) -> Iterator[None]:
 
 
 def tasks_file(directory: Path, env: str, data_dir: str | None, episodes: int) -> Path:
-    """`episodes` copies of one task, so any N runs as N distinct task ids, one trial."""
+    """`episodes` copies of one task, so any N runs as N distinct task ids, one trial.
+
+    A new file every call: the processes of a `--processes` level write theirs at the
+    same moment, and a shared name let one read the other's half-written file."""
     from tau_bench.domains import load_domain
 
     task = load_domain(env, data_dir).tasks("test")[0].model_dump(mode="json")
-    path = directory / f"tasks_{episodes}.json"
-    path.write_text(json.dumps([task] * episodes))
-    return path
+    handle, name = tempfile.mkstemp(prefix=f"tasks_{episodes}_", suffix=".json", dir=directory)
+    with os.fdopen(handle, "w", encoding="utf-8") as out:
+        out.write(json.dumps([task] * episodes))
+    return Path(name)
 
 
 @dataclass(frozen=True)

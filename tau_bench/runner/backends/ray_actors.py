@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import gc
 import os
 import time
 from typing import Any
@@ -45,11 +46,13 @@ class EpisodeWorker:
         self._lost: list[tuple[Key, str]] = []
         self._episodes = 0
         self._cpu0 = 0.0
+        self._pace = contextlib.ExitStack()  # the collector's run pace, from setup to close
 
     async def _setup(self) -> None:
         from tau_bench.config import RunConfig
         from tau_bench.llm import set_llm_path, set_provider_limits
         from tau_bench.llm.limits import set_remote_limiter
+        from tau_bench.runner.collector import run_pace
         from tau_bench.runner.plan import prepare_run
 
         config = RunConfig.model_validate(self._config_data)
@@ -68,6 +71,7 @@ class EpisodeWorker:
             self._slots = RemoteSlots(self._limiter, wait_deadline=config.turn_timeout)
         set_remote_limiter(self._slots.hold if self._slots is not None else None)
         self._runner, self._provider = runner, provider
+        self._pace.enter_context(run_pace())  # this process runs episodes until close()
         self._cpu0 = time.process_time()  # episodes' CPU from here (imports excluded)
 
     async def exchange(self, keys: list[Key]) -> tuple[list[bytes], list[tuple[Key, str]]]:
@@ -121,8 +125,9 @@ class EpisodeWorker:
 
     async def close(self) -> dict[str, Any]:
         """Release the agent provider, the tool server and the model clients; return
-        where this worker ran, its episodes, their CPU seconds and its peak memory
-        (benchmarks, and tests that check a run spread over the cluster's nodes)."""
+        where this worker ran, its episodes, their CPU seconds, its peak memory and the
+        collector's pace (benchmarks, and tests that check a run spread over the
+        cluster's nodes)."""
         import resource
 
         import ray
@@ -133,6 +138,7 @@ class EpisodeWorker:
             "episodes": self._episodes,
             "cpu_s": time.process_time() - self._cpu0 if self._runner is not None else 0.0,
             "peak_rss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024,
+            "gc_young_threshold": gc.get_threshold()[0],  # the pace its episodes ran at
         }
         for task in list(self._running.values()):  # none after a run that finished
             task.cancel()
@@ -146,4 +152,5 @@ class EpisodeWorker:
             with contextlib.suppress(Exception):
                 await aclose_clients()
             self._runner = None
+        self._pace.close()
         return stats

@@ -4,6 +4,7 @@ no import of the CLI."""
 from __future__ import annotations
 
 import ast
+import json
 import os
 from pathlib import Path
 from typing import Any
@@ -19,6 +20,7 @@ from tau_bench.benchmarks.runner.levels import (
     collapse,
     steady_rate,
 )
+from tau_bench.benchmarks.runner.measure import tasks_file
 from tau_bench.llm import llm_path
 
 from ...conftest import DATA_DIR
@@ -58,6 +60,25 @@ def test_a_small_level_runs_six_calls_per_episode_and_respects_the_bound() -> No
     assert llm_path() == "auto"  # the runs' --llm-path does not outlive the benchmark
     table = bench.markdown(rows)
     assert table.count("\n") == 6 and "| raw |" in table
+
+
+def test_a_level_split_over_two_processes_counts_both() -> None:
+    # Equal shares: both processes build their tasks file at the same moment.
+    rows = bench.run_runner_benchmark(
+        [(4, 8)], latency=0.02, data_dir=str(DATA_DIR), stacks=("direct",), processes=2
+    )
+    (row,) = rows
+    assert row["stack"] == "direct x2 proc" and row["errors"] == 0, row["error_kinds"]
+    assert row["calls"] == 8 * 6 and row["calls_per_episode"] == 6
+    assert len(row["error_kinds"]) == 2  # one summary from each process
+
+
+def test_every_tasks_file_is_a_new_file(tmp_path: Path) -> None:
+    first = tasks_file(tmp_path, "airline", str(DATA_DIR), 3)
+    second = tasks_file(tmp_path, "airline", str(DATA_DIR), 3)
+    assert first != second  # concurrent writers of one level never share a file
+    assert first.read_text() == second.read_text()
+    assert len(json.loads(first.read_text())) == 3
 
 
 COMPLETE_ROW: dict[str, Any] = {
