@@ -11,7 +11,7 @@ import time
 from collections.abc import Callable
 from typing import Any, Literal
 
-from tau_bench.benchmarks.runner.machine_cpu import BusyCores, RayServicesCPU
+from tau_bench.benchmarks.runner.machine_cpu import BusyCores, CPUTimeline, RayServicesCPU
 from tau_bench.benchmarks.runner.measure import DEFAULT_MODEL, Setup, measure
 from tau_bench.fakes.process import OpenAIServerProcess
 
@@ -105,13 +105,14 @@ def run_level(
     latency: float,
     processes: int = 1,
 ) -> dict[str, Any]:
-    ray_services = None
+    ray_services = timeline = None
     if processes == 1:
         if setup.backend == "ray":
             ray_services = RayServicesCPU({server.proc.pid})
         before, server_cpu0 = server.stats(), server.cpu_seconds()
         busy = BusyCores()
-        parts = [measure(setup, stack, concurrency, episodes)]
+        with CPUTimeline(server.proc.pid) as timeline:
+            parts = [measure(setup, stack, concurrency, episodes)]
         busy_cores = busy.cores()
         wall = parts[0]["wall_s"]
     else:
@@ -130,6 +131,7 @@ def run_level(
     done = sorted(t for p in parts for t in p["done_times"])
     start = min(p["start"] for p in parts)
     label = stack + ("+progress" if setup.progress else "")
+    steady = steady_rate(done, per_episode) if episodes >= STEADY_WAVES * concurrency else None
     return {
         "stack": label
         + (f" x{processes} proc" if processes > 1 else "")
@@ -149,9 +151,8 @@ def run_level(
         "cpu_s": cpu,
         "cpu_ms_per_call": 1000 * cpu / calls if calls else None,
         "calls_per_s": calls / wall if wall else None,
-        "steady_calls_per_s": (
-            steady_rate(done, per_episode) if episodes >= STEADY_WAVES * concurrency else None
-        ),
+        "steady_calls_per_s": steady,
+        "steady_cpu_ms_per_call": steady_cpu(timeline, done, steady),
         "first_done_s": done[0] - start if done else None,
         "driver_cpu_ms_per_call": 1000 * (cpu - workers_cpu) / calls if calls else None,
         "workers_cpu_ms_per_call": 1000 * workers_cpu / calls if calls else None,
@@ -178,14 +179,19 @@ STEADY_WAVES = 4
 identical episodes finish in bursts at the waves' ends and the window measures those."""
 
 
+def steady_window(done: list[float]) -> list[float]:
+    """The times (sorted driver-side) of the episodes stored in the steady state: all
+    but the first and the last `STEADY_TRIM` of a run, so without the start-up
+    (imports, Ray workers, first connections) and the last, partial wave."""
+    first = int(len(done) * STEADY_TRIM)
+    return done[first : len(done) - first]
+
+
 def steady_rate(done: list[float], calls_per_episode: float) -> float | None:
     """Model calls per second in the steady state: the least-squares slope of episodes
-    stored against time (sorted driver-side times) between the first and the last
-    `STEADY_TRIM` of a run, so without the start-up (imports, Ray workers, first
-    connections) and the last, partial wave. A slope, not the two ends of the window:
+    stored against time over `steady_window`. A slope, not the two ends of the window:
     episodes finish in bursts, and two points would measure where the bursts fall."""
-    first = int(len(done) * STEADY_TRIM)
-    window = done[first : len(done) - first]
+    window = steady_window(done)
     if len(window) < 3:
         return None
     mean_t = statistics.fmean(window)
@@ -195,6 +201,22 @@ def steady_rate(done: list[float], calls_per_episode: float) -> float | None:
         return None
     slope = sum((t - mean_t) * (k - mean_k) for k, t in enumerate(window)) / spread
     return calls_per_episode * slope
+
+
+def steady_cpu(
+    timeline: CPUTimeline | None, done: list[float], rate: float | None
+) -> dict[str, float] | None:
+    """CPU ms per model call in the steady window, by kind (`machine_cpu.KINDS`): each
+    kind's cores over the window divided by the steady calls/s, so the figures add up
+    with the throughput the scaling compares (the whole run's also count the start-up
+    and the results files)."""
+    window = steady_window(done)
+    if timeline is None or not rate or len(window) < 3:
+        return None
+    cores = timeline.cores(window[0], window[-1])
+    if cores is None:
+        return None
+    return {kind: 1000 * used / rate for kind, used in cores.items()}
 
 
 def add_scaling(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
@@ -313,7 +335,12 @@ def collapse(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
             return float(row["steady_calls_per_s"] or row["calls_per_s"] or 0.0)
 
         middle = sorted(group, key=rate)[(len(group) - 1) // 2]
-        row = {**middle, "rounds": len(group), "calls_per_s_rounds": [rate(r) for r in group]}
+        row = {
+            **middle,
+            "rounds": len(group),
+            "calls_per_s_rounds": [rate(r) for r in group],
+            "steady_cpu_ms_per_call_rounds": [r.get("steady_cpu_ms_per_call") for r in group],
+        }
         scalings = [r["scaling"] for r in group if "scaling" in r]
         if scalings:
             row["scaling"] = statistics.median(scalings)

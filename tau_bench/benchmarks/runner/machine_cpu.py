@@ -11,6 +11,8 @@ the harness).
 
 from __future__ import annotations
 
+import bisect
+import threading
 import time
 from typing import Any
 
@@ -74,6 +76,110 @@ class BusyCores:
     def cores(self) -> float:
         elapsed = time.perf_counter() - self._t0
         return (_busy_seconds() - self._busy0) / elapsed if elapsed > 0 else 0.0
+
+
+KINDS = ("driver", "workers", "server", "ray", "steal")
+"""What `CPUTimeline` tells apart: this process (the driver, or a local run itself), Ray
+worker processes, the fake server, Ray's services (every other process below this one)
+and the hypervisor's steal (time this VM's cores were ready to run and did not)."""
+
+
+class CPUTimeline:
+    """Every `interval` s in a thread, the CPU seconds used so far by each of `KINDS`,
+    so that a part of a level (its steady window, `levels.steady_window`) gets its own
+    CPU: a whole run's figures also hold its start-up (Ray workers, the first wave) and
+    its end (the results files), which the steady throughput leaves out.
+
+    The sampler's own CPU is not the driver's (its thread's time is taken off). A
+    process that ends keeps the CPU it had last been seen with, so every total only
+    grows. A context manager: samples from entry to exit, both ends included."""
+
+    def __init__(self, server_pid: int, interval: float = 0.5) -> None:
+        import psutil
+
+        self._me = psutil.Process()
+        self._gone = psutil_errors()
+        self._server_pid = server_pid
+        self._interval = interval
+        self._seen: dict[int, tuple[str, float]] = {}  # pid -> (kind, CPU seconds)
+        self._sampler_cpu = 0.0  # the sampling thread's own CPU, off the driver's
+        self.times: list[float] = []
+        self.totals: list[dict[str, float]] = []
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._loop, daemon=True)
+
+    def __enter__(self) -> CPUTimeline:
+        self.sample()
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._stop.set()
+        self._thread.join()
+        self.sample()
+
+    def _loop(self) -> None:
+        while not self._stop.wait(self._interval):
+            self.sample()
+
+    def sample(self) -> None:
+        """Record the totals now."""
+        for proc in self._me.children(recursive=True):
+            kind = "server" if proc.pid == self._server_pid else None
+            try:
+                with proc.oneshot():
+                    if kind is None:
+                        title = " ".join(proc.cmdline())
+                        kind = "workers" if any(m in title for m in ACTOR_MARKS) else "ray"
+                    times = proc.cpu_times()
+            except self._gone:
+                continue
+            self._seen[proc.pid] = (kind, float(times.user + times.system))
+        totals = dict.fromkeys(KINDS, 0.0)
+        for kind, cpu in self._seen.values():
+            totals[kind] += cpu
+        if threading.current_thread() is self._thread:
+            self._sampler_cpu = time.thread_time()  # this thread's CPU so far
+        totals["driver"] = time.process_time() - self._sampler_cpu
+        totals["steal"] = _steal_seconds()
+        self.times.append(time.perf_counter())
+        self.totals.append(totals)
+
+    def at(self, when: float) -> dict[str, float] | None:
+        """The totals at `when` (a `time.perf_counter` time), interpolated between the
+        samples around it; None outside the sampled span."""
+        i = bisect.bisect_left(self.times, when)
+        if i == 0 and self.times and self.times[0] == when:
+            return dict(self.totals[0])
+        if i == 0 or i == len(self.times):
+            return None
+        t0, t1 = self.times[i - 1], self.times[i]
+        share = (when - t0) / (t1 - t0) if t1 > t0 else 1.0
+        before, after = self.totals[i - 1], self.totals[i]
+        return {k: before[k] + share * (after[k] - before[k]) for k in KINDS}
+
+    def cores(self, start: float, end: float) -> dict[str, float] | None:
+        """The cores each kind used on average between `start` and `end`; None when the
+        span is empty or not inside the sampled one."""
+        first, last = self.at(start), self.at(end)
+        if first is None or last is None or end <= start:
+            return None
+        return {k: (last[k] - first[k]) / (end - start) for k in KINDS}
+
+
+def psutil_errors() -> tuple[type[BaseException], ...]:
+    """What psutil raises for a process that ended or that this user may not read."""
+    import psutil
+
+    return (psutil.NoSuchProcess, psutil.AccessDenied, psutil.ZombieProcess)
+
+
+def _steal_seconds() -> float:
+    """CPU time the hypervisor took from this machine's cores so far (0 where the
+    platform does not report it)."""
+    import psutil
+
+    return float(getattr(psutil.cpu_times(), "steal", 0.0))
 
 
 def _busy_seconds() -> float:

@@ -22,6 +22,7 @@ COLUMNS = (
     ("steady calls/s", lambda r: _num(r.get("steady_calls_per_s"), "{:.0f}")),
     ("vs ray x1", lambda r: _scaling(r)),
     ("driver / workers / server / Ray CPU ms/call", lambda r: _split(r)),
+    ("steady: driver / workers / server / Ray / steal ms/call", lambda r: _steady_split(r)),
     ("busy cores", lambda r: _num(r.get("busy_cores"), "{:.2f}")),
     ("conns", lambda r: str(r["connections"])),
     (
@@ -59,6 +60,18 @@ def _split(row: dict[str, Any]) -> str:
             _num(row.get("server_cpu_ms_per_call"), "{:.2f}"),
             _num(row.get("ray_cpu_ms_per_call"), "{:.2f}"),
         )
+    )
+
+
+def _steady_split(row: dict[str, Any]) -> str:
+    """The same in the steady window (`levels.steady_cpu`), and the hypervisor's steal."""
+    split = row.get("steady_cpu_ms_per_call")
+    if not split:
+        return "-"
+    workers = split["workers"] if row.get("backend") == "ray" else None
+    return " / ".join(
+        _num(v, "{:.2f}")
+        for v in (split["driver"], workers, split["server"], split["ray"], split["steal"])
     )
 
 

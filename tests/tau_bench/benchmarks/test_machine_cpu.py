@@ -1,8 +1,9 @@
-"""Ray-services and whole-machine CPU accounting, with real child processes that burn a
+"""Ray-services, per-kind and whole-machine CPU accounting, with real child processes that burn a
 known amount of CPU on request."""
 
 from __future__ import annotations
 
+import itertools
 import subprocess
 import sys
 import time
@@ -10,7 +11,7 @@ from collections.abc import Iterator
 
 import pytest
 
-from tau_bench.benchmarks.runner.machine_cpu import BusyCores, RayServicesCPU
+from tau_bench.benchmarks.runner.machine_cpu import KINDS, BusyCores, CPUTimeline, RayServicesCPU
 
 BURN = 0.3  # CPU seconds each child burns per request
 
@@ -77,3 +78,37 @@ def test_busy_cores_see_another_process_burn(children: list[subprocess.Popen[str
     elapsed = time.perf_counter() - t0  # longer than the span BusyCores measured
     assert cores * elapsed >= BURN - 0.05
     assert cores <= 64
+
+
+def test_the_cpu_timeline_tells_the_kinds_apart_between_two_moments(
+    children: list[subprocess.Popen[str]],
+) -> None:
+    service, worker, server = children
+    for proc in children:
+        burn(proc)  # start-up and a first burn, before the span measured
+    with CPUTimeline(server_pid=server.pid, interval=0.05) as timeline:
+        start = time.perf_counter()
+        burn(worker)
+        burn(service)
+        burn(service)
+        burn(server)
+        end = time.perf_counter()
+        service.kill()  # an ended process keeps the CPU it was last seen with
+        service.wait(timeout=30)
+    cores = timeline.cores(start, end)
+    assert cores is not None
+    used = {kind: cores[kind] * (end - start) for kind in KINDS}
+    # psutil counts in clock ticks, and the interpolation blurs the span's two ends by
+    # at most one sample: each kind within a quarter of a burn of what it burned
+    assert used["workers"] == pytest.approx(BURN, abs=BURN / 4)
+    assert used["ray"] == pytest.approx(2 * BURN, abs=BURN / 4)
+    assert used["server"] == pytest.approx(BURN, abs=BURN / 4)
+    assert used["driver"] < BURN / 2  # this process waited; the sampler is not counted
+    totals = timeline.totals  # every total only grows (to within the clocks' reading)
+    assert all(
+        later[kind] >= earlier[kind] - 0.001
+        for earlier, later in itertools.pairwise(totals)
+        for kind in KINDS
+    )
+    assert timeline.cores(start - 3600, end) is None  # before the first sample
+    assert timeline.cores(end, start) is None

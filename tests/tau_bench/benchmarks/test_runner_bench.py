@@ -18,8 +18,10 @@ from tau_bench.benchmarks.runner.levels import (
     add_ceiling,
     add_scaling,
     collapse,
+    steady_cpu,
     steady_rate,
 )
+from tau_bench.benchmarks.runner.machine_cpu import KINDS, CPUTimeline
 from tau_bench.benchmarks.runner.measure import tasks_file
 from tau_bench.llm import llm_path
 
@@ -56,6 +58,10 @@ def test_a_small_level_runs_six_calls_per_episode_and_respects_the_bound() -> No
         assert (row["ray_cpu_ms_per_call"] or 0.0) >= 0
         # the measured processes ran on this machine's cores, and not on more than it has
         assert 0 < row["busy_cores"] <= (os.cpu_count() or 1) + 0.05
+        # 5 waves: a steady window, with its own CPU by kind (the workers' on Ray rows)
+        steady = row["steady_cpu_ms_per_call"]
+        assert set(steady) == set(KINDS) and min(steady.values()) > -0.01
+        assert row["backend"] == "local" or steady["workers"] > 0
     assert [r.get("scaling") for r in rows] == [None, None, 1.0, None, 1.0]
     assert llm_path() == "auto"  # the runs' --llm-path does not outlive the benchmark
     table = bench.markdown(rows)
@@ -112,6 +118,35 @@ def test_the_steady_rate_leaves_out_the_start_and_the_last_wave() -> None:
     assert steady_rate(bursts, 1.0) == pytest.approx(10.0, rel=0.02)
 
 
+def test_the_steady_cpu_is_the_windows_cores_over_the_steady_rate() -> None:
+    # 10 s of start-up (the driver busy, no worker yet), then a worker's core, a fifth
+    # of one for the fake server; episodes stored every 0.1 s from 10 s to 30 s.
+    timeline = CPUTimeline(server_pid=0)
+    timeline.times = [float(t) for t in range(31)]
+    timeline.totals = [
+        {
+            "driver": min(t, 10) + 0.05 * max(0, t - 10),
+            "workers": 1.0 * max(0, t - 10),
+            "server": 0.2 * max(0, t - 10),
+            "ray": 0.02 * t,
+            "steal": 0.0,
+        }
+        for t in range(31)
+    ]
+    done = [10.0 + 0.1 * i for i in range(200)]
+    rate = steady_rate(done, 6.0)
+    assert rate == pytest.approx(60.0)
+    split = steady_cpu(timeline, done, rate)
+    assert split is not None  # per call: cores ÷ 60 calls/s, start-up left out
+    assert split["workers"] == pytest.approx(1000 / 60)
+    assert split["driver"] == pytest.approx(1000 * 0.05 / 60)
+    assert split["server"] == pytest.approx(1000 * 0.2 / 60)
+    assert split["steal"] == 0.0
+    assert steady_cpu(None, done, rate) is None and steady_cpu(timeline, done, None) is None
+    row = {**COMPLETE_ROW, "backend": "ray", "steady_cpu_ms_per_call": split}
+    assert "| 0.83 / 16.67 / 3.33 / 0.33 / 0.00 |" in bench.markdown([row])
+
+
 def test_scaling_compares_each_ray_row_with_one_worker() -> None:
     def row(stack: str, backend: str, workers: int, rate: float | None) -> dict[str, Any]:
         return {
@@ -145,6 +180,7 @@ def test_rounds_compare_within_a_round_and_report_the_median_round() -> None:
             "backend": "ray",
             "workers": workers,
             "steady_calls_per_s": rate,
+            "steady_cpu_ms_per_call": {**dict.fromkeys(KINDS, 0.0), "workers": 1000 / rate},
             "round": round_,
         }
 
@@ -162,6 +198,10 @@ def test_rounds_compare_within_a_round_and_report_the_median_round() -> None:
     assert two["scaling"] == pytest.approx(1.6) and two["efficiency"] == pytest.approx(0.8)
     assert two["steady_calls_per_s"] == 1600.0  # the median round's own figures
     assert two["calls_per_s_rounds"] == [1600.0, 1360.0, 1800.0]
+    # every round's steady CPU, in round order
+    assert [r["workers"] for r in two["steady_cpu_ms_per_call_rounds"]] == pytest.approx(
+        [1000 / 1600, 1000 / 1360, 1000 / 1800]
+    )
     assert "1.60x (80 %), rounds 1.50-1.70" in bench.markdown(out)
     assert collapse([COMPLETE_ROW]) == [COMPLETE_ROW]  # one round: the row as measured
     with pytest.raises(ValueError, match="--rounds"):
