@@ -12,6 +12,7 @@ the harness).
 from __future__ import annotations
 
 import bisect
+import os
 import threading
 import time
 from typing import Any
@@ -19,6 +20,16 @@ from typing import Any
 ACTOR_MARKS = ("EpisodeWorker", "ProviderLimiter", "IDLE", "default_worker.py")
 """Process titles of Ray worker processes (actors, pooled idle workers): their CPU is
 the workers' own (`worker_stats`), or a run's, not Ray's services'."""
+
+
+def is_ray_worker(cmdline: list[str]) -> bool:
+    """A Ray worker process, by its title; not the raylet, whose command line carries
+    the worker command (`--python_worker_command=... default_worker.py`)."""
+    if cmdline and os.path.basename(cmdline[0]) == "raylet":
+        return False
+    title = " ".join(cmdline)
+    return any(mark in title for mark in ACTOR_MARKS)
+
 
 BUSY_FIELDS = ("user", "nice", "system", "irq", "softirq", "interrupt", "dpc")
 """psutil's busy CPU-time fields across platforms (Windows: interrupt, dpc)."""
@@ -57,8 +68,7 @@ def _service_cpu(proc: Any) -> float | None:
 
     try:
         with proc.oneshot():
-            title = " ".join(proc.cmdline())
-            if any(mark in title for mark in ACTOR_MARKS):
+            if is_ray_worker(proc.cmdline()):
                 return None
             times = proc.cpu_times()
     except (psutil.NoSuchProcess, psutil.AccessDenied, psutil.ZombieProcess):
@@ -91,8 +101,8 @@ class CPUTimeline:
     its end (the results files), which the steady throughput leaves out.
 
     The sampler's own CPU is not the driver's (its thread's time is taken off). A
-    process that ends keeps the CPU it had last been seen with, so every total only
-    grows. A context manager: samples from entry to exit, both ends included."""
+    process that ends keeps the CPU it had last been seen with. A context manager:
+    samples from entry to exit, both ends included."""
 
     def __init__(self, server_pid: int, interval: float = 0.5) -> None:
         import psutil
@@ -101,7 +111,8 @@ class CPUTimeline:
         self._gone = psutil_errors()
         self._server_pid = server_pid
         self._interval = interval
-        self._seen: dict[int, tuple[str, float]] = {}  # pid -> (kind, CPU seconds)
+        self._last: dict[int, float] = {}  # pid -> its CPU seconds when last seen
+        self._sums = dict.fromkeys(KINDS, 0.0)  # CPU seen since the first sample, by kind
         self._sampler_cpu = 0.0  # the sampling thread's own CPU, off the driver's
         self.times: list[float] = []
         self.totals: list[dict[str, float]] = []
@@ -123,21 +134,27 @@ class CPUTimeline:
             self.sample()
 
     def sample(self) -> None:
-        """Record the totals now."""
+        """Record the totals now: each process's CPU since it was last seen goes to
+        the kind its title says now (a pooled Ray process may change title), so no
+        total ever falls."""
+        first = not self.totals
         for proc in self._me.children(recursive=True):
             kind = "server" if proc.pid == self._server_pid else None
             try:
                 with proc.oneshot():
                     if kind is None:
-                        title = " ".join(proc.cmdline())
-                        kind = "workers" if any(m in title for m in ACTOR_MARKS) else "ray"
+                        kind = "workers" if is_ray_worker(proc.cmdline()) else "ray"
                     times = proc.cpu_times()
             except self._gone:
                 continue
-            self._seen[proc.pid] = (kind, float(times.user + times.system))
-        totals = dict.fromkeys(KINDS, 0.0)
-        for kind, cpu in self._seen.values():
-            totals[kind] += cpu
+            cpu = float(times.user + times.system)
+            last = self._last.get(proc.pid)
+            if last is not None:
+                self._sums[kind] += max(0.0, cpu - last)  # < 0: a pid used again
+            elif not first:  # started since the last sample (CPU before the first is not counted)
+                self._sums[kind] += cpu
+            self._last[proc.pid] = cpu
+        totals = dict(self._sums)
         if threading.current_thread() is self._thread:
             self._sampler_cpu = time.thread_time()  # this thread's CPU so far
         totals["driver"] = time.process_time() - self._sampler_cpu

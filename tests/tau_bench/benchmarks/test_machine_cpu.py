@@ -4,6 +4,7 @@ known amount of CPU on request."""
 from __future__ import annotations
 
 import itertools
+import os
 import subprocess
 import sys
 import time
@@ -16,23 +17,35 @@ from tau_bench.benchmarks.runner.machine_cpu import KINDS, BusyCores, CPUTimelin
 BURN = 0.3  # CPU seconds each child burns per request
 
 CHILD = """
-import sys, time
+import os, sys, time
+if os.environ.pop("RETITLED", None):
+    print("ready", flush=True)
 for line in sys.stdin:
+    if line.startswith("title "):  # the same process (pid, CPU so far) under a new title
+        os.environ["RETITLED"] = "1"
+        argv = ["python", "-c", os.environ["BURN_CHILD"]]
+        os.execv(sys.executable, argv + line.split()[1:])
     end = time.process_time() + float(line)
     while time.process_time() < end:
         pass
     print("done", flush=True)
 """
 
+RAYLET = ("--python_worker_command=python -u default_worker.py",)
+"""How the raylet's command line names the worker command (argv[0] "raylet")."""
 
-def start(*title: str) -> subprocess.Popen[str]:
+
+def start(*title: str, argv0: str = "python") -> subprocess.Popen[str]:
     """A child that burns the CPU seconds written to its stdin, then says "done"; extra
-    arguments end up in its command line (how Ray titles its worker processes)."""
+    arguments end up in its command line (how Ray titles its worker processes), and
+    `title ARGS` makes it exec itself with those arguments instead (then "ready")."""
     return subprocess.Popen(
-        [sys.executable, "-c", CHILD, *title],
+        [argv0, "-c", CHILD, *title],
+        executable=sys.executable,
         stdin=subprocess.PIPE,
         stdout=subprocess.PIPE,
         text=True,
+        env={**os.environ, "BURN_CHILD": CHILD},
     )
 
 
@@ -45,7 +58,11 @@ def burn(proc: subprocess.Popen[str]) -> None:
 
 @pytest.fixture
 def children() -> Iterator[list[subprocess.Popen[str]]]:
-    procs = [start("service"), start("ray::EpisodeWorker.exchange"), start("fake-server")]
+    procs = [
+        start(*RAYLET, argv0="raylet"),  # a service, though its command names the worker's
+        start("ray::EpisodeWorker.exchange"),
+        start("fake-server"),
+    ]
     yield procs
     for proc in procs:
         proc.kill()
@@ -112,3 +129,32 @@ def test_the_cpu_timeline_tells_the_kinds_apart_between_two_moments(
     )
     assert timeline.cores(start - 3600, end) is None  # before the first sample
     assert timeline.cores(end, start) is None
+
+
+def test_a_process_that_changes_title_keeps_what_it_used_before() -> None:
+    """A pooled Ray process takes an actor's title: its CPU from then on is a worker's,
+    what it used before stays where it was counted."""
+    proc = start("service")
+    try:
+        burn(proc)
+        with CPUTimeline(server_pid=-1, interval=0.05) as timeline:
+            start_ = time.perf_counter()
+            burn(proc)
+            timeline.sample()
+            middle = time.perf_counter()
+            assert proc.stdin is not None and proc.stdout is not None
+            proc.stdin.write("title ray::EpisodeWorker\n")
+            proc.stdin.flush()
+            assert proc.stdout.readline().strip() == "ready"  # the new image reads stdin
+            burn(proc)
+            end = time.perf_counter()
+        before, after = timeline.cores(start_, middle), timeline.cores(middle, end)
+        assert before is not None and after is not None
+        assert before["ray"] * (middle - start_) == pytest.approx(BURN, abs=BURN / 4)
+        assert before["workers"] * (middle - start_) < BURN / 4
+        # the exec's start-up and the second burn: a worker's, and no total fell
+        assert after["workers"] * (end - middle) >= BURN - BURN / 4
+        assert min(min(c.values()) for c in (before, after) if c) > -0.01
+    finally:
+        proc.kill()
+        proc.wait(timeout=30)
