@@ -64,14 +64,12 @@ class RayServicesCPU:
 
 def _service_cpu(proc: Any) -> float | None:
     """A service process's CPU seconds; None for a worker process or one gone."""
-    import psutil
-
     try:
         with proc.oneshot():
             if is_ray_worker(proc.cmdline()):
                 return None
             times = proc.cpu_times()
-    except (psutil.NoSuchProcess, psutil.AccessDenied, psutil.ZombieProcess):
+    except psutil_errors():
         return None
     return float(times.user + times.system)
 
