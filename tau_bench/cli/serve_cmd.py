@@ -14,6 +14,7 @@ from typing import Annotated, Any
 import typer
 
 from tau_bench.cli.errors import fail
+from tau_bench.config.ray_address import check_ray_address
 from tau_bench.service.settings import (
     DEFAULT_SCORES_SETTINGS,
     LOOPBACK_HOSTS,
@@ -203,6 +204,10 @@ def serve(
             _note(f"warning: the API token is short (under {MIN_TOKEN_LENGTH} characters)")
     if backend not in ("local", "ray"):
         fail(f"--backend: unknown backend {backend!r} (local or ray)")
+    try:
+        ray_address = check_ray_address(ray_address)
+    except ValueError as exc:
+        fail(f"--ray-address: {exc}")
     settings = ServiceSettings(
         backend=backend,
         ray_address=ray_address,

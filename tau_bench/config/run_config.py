@@ -18,6 +18,7 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator, model_valida
 
 from tau_adapters.conversation import DEFAULT_MAX_STEPS
 from tau_adapters.redaction import redact_secrets
+from tau_bench.config.ray_address import check_ray_address
 from tau_bench.task_ids import expand_task_ids
 
 OUTPUT_FORMATS = ("tau-bench",)
@@ -168,6 +169,11 @@ class RunConfig(BaseModel):
         for item in value if isinstance(value, list | tuple) else [value]:
             out.extend(expand_task_ids(item))  # `0-4` ranges too (YAML, the API)
         return out
+
+    @field_validator("ray_address")
+    @classmethod
+    def _ray_address(cls, value: str | None) -> str | None:
+        return check_ray_address(value)
 
     @field_validator("output_format")
     @classmethod

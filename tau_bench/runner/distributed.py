@@ -11,6 +11,7 @@ import contextlib
 import time
 from typing import TYPE_CHECKING
 
+from tau_adapters.registry import UnknownAdapterError, load_builder
 from tau_bench.config import RunConfigError
 from tau_bench.records import EpisodeRecord
 from tau_bench.results import write_json_atomic
@@ -29,6 +30,12 @@ def check_workers(runner: Runner) -> None:
             "(an injected provider or user factory cannot be sent to worker processes)"
         )
     name = runner.config.agent_strategy
+    try:  # an unknown name is told as such, as on the local backend
+        load_builder(name)
+    except UnknownAdapterError as exc:
+        raise RunConfigError(str(exc)) from None
+    except Exception:
+        pass  # a missing extra or a broken builder: reported when the provider is built
     if not is_entry_point(name):
         raise RunConfigError(
             f"agent strategy {name!r} is registered in this process only "
@@ -62,7 +69,7 @@ async def run_on_workers(runner: Runner) -> RunOutcome:
         backend.start()
     except ImportError as exc:
         raise RunConfigError(f"--backend ray: {exc}") from None
-    except (ConnectionError, TimeoutError, RuntimeError) as exc:
+    except (ConnectionError, TimeoutError, RuntimeError, ValueError) as exc:
         where = runner.config.ray_address or "a local Ray"
         raise RunConfigError(f"--backend ray: cannot start or reach {where}: {exc}") from None
     runner._log = runner._open_log()

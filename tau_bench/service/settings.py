@@ -12,6 +12,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from tau_bench.config.ray_address import check_ray_address
+
 TOKEN_ENV = "TAU_SERVE_TOKEN"
 STATE_DIR_ENV = "TAU_SERVE_STATE_DIR"
 LOOPBACK_HOSTS = frozenset({"127.0.0.1", "localhost", "::1"})
@@ -71,6 +73,7 @@ class ServiceSettings:
             raise ValueError(f"unknown backend {self.backend!r} (local or ray)")
         if self.workers < 1:
             raise ValueError("workers must be at least 1")
+        self.ray_address = check_ray_address(self.ray_address)
 
     def data_dir_for(self, envs: list[str]) -> str | None:
         """The data directory of a run's suite: each suite has its own layout (a run that

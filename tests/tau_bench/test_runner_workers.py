@@ -549,6 +549,33 @@ def test_in_process_strategy_with_workers_fails_fast(tmp_path):
     assert list(tmp_path.iterdir()) == []  # nothing written
 
 
+def test_unknown_strategy_with_workers_is_named_unknown(tmp_path):
+    result = CliRunner().invoke(
+        run_cmd.standalone_app(),
+        [
+            "--env",
+            "airline",
+            "--agent-strategy",
+            "no-such-agent",
+            "--user-strategy",
+            "scripted",
+            "--task-ids",
+            "13",
+            "--backend",
+            "ray",
+            "--log-dir",
+            str(tmp_path),
+            "--data-dir",
+            str(DATA_DIR),
+        ],
+    )
+    assert result.exit_code == 2, result.output
+    assert "unknown agent strategy 'no-such-agent'; available: " in result.output
+    assert "oracle" in result.output
+    assert "registered in this process only" not in result.output
+    assert list(tmp_path.iterdir()) == []  # nothing written
+
+
 def test_without_the_ray_extra_the_backend_is_one_line(monkeypatch, tmp_path):
     monkeypatch.setitem(sys.modules, "ray", None)  # as if not installed
     result = CliRunner().invoke(

@@ -31,10 +31,12 @@ import asyncio
 import contextlib
 import gc
 import logging
+import socket
 from collections.abc import Callable
 from typing import Any
 
 from tau_bench.config import RunConfig
+from tau_bench.config.ray_address import split_host_port
 from tau_bench.json_decode import loads
 from tau_bench.runner.backends import Key, share, worker_config
 from tau_bench.runner.backends.dispatch import Dispatch
@@ -51,6 +53,10 @@ START_DEADLINE = 300.0
 STOP_DEADLINE = 30.0
 """Seconds workers get to release their agents and clients at the end of a run, and
 cancelled episodes get to end when the circuit breaker stops a run."""
+
+CONNECT_DEADLINE = 10.0
+"""Seconds a cluster's address gets to accept a connection before the run is refused:
+Ray's own wait for a GCS that is not there is 20 attempts of ~40 s."""
 
 Store = Callable[[dict[str, Any], bytes], bool]
 """Takes a finished episode's record data and its log line; True when the run must
@@ -71,12 +77,40 @@ def ray_module() -> Any:
     return ray
 
 
+def reach(address: str, deadline: float = CONNECT_DEADLINE) -> None:
+    """ConnectionError naming the host and port when nothing there accepts a connection
+    within `deadline`; `auto` is the cluster Ray recorded on this machine."""
+    if address == "local":
+        return
+    if address.startswith("ray://"):
+        target = split_host_port(address)
+    else:
+        from ray._private.services import canonicalize_bootstrap_address_or_die
+
+        # The address `ray.init` will dial: `auto` resolved, a loopback host made the
+        # node's IP.
+        target = split_host_port(canonicalize_bootstrap_address_or_die(address))
+    if target is None:
+        return
+    host, port = target
+    try:
+        with socket.create_connection((host, port), timeout=deadline):
+            pass
+    except OSError as exc:
+        why = "no answer" if isinstance(exc, TimeoutError) else exc.strerror or str(exc)
+        raise ConnectionError(
+            f"nothing accepts connections at {host}:{port} ({why}; waited at most {deadline:g} s)"
+        ) from None
+
+
 def start_ray(address: str | None, workers: int) -> bool:
     """Connect to the cluster at `address`, or start a local Ray with `workers` CPUs;
     True when this call started (and so must stop) it."""
     ray = ray_module()
     if ray.is_initialized():
         return False
+    if address:
+        reach(address)
     common: dict[str, Any] = {
         "include_dashboard": False,
         "logging_level": logging.WARNING,

@@ -1,0 +1,94 @@
+"""Joining a cluster fails within seconds, naming where, when nothing listens at the
+address: Ray's own wait is 20 attempts of ~40 s each."""
+
+from __future__ import annotations
+
+import socket
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from tau_bench.runner.backends.ray import reach
+from tests.conftest import DATA_DIR
+
+TAU = Path(sys.executable).parent / "tau"
+DEADLINE = 120.0  # the subprocess: Python and Ray's imports on a loaded machine
+
+
+def closed_port() -> int:
+    """A port nothing listens on (bound, then released)."""
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def test_a_closed_port_is_refused_naming_it() -> None:
+    port = closed_port()
+    with pytest.raises(
+        ConnectionError, match=rf"nothing accepts connections at 127\.0\.0\.1:{port}"
+    ):
+        reach(f"ray://127.0.0.1:{port}", deadline=5.0)
+
+
+def test_a_listening_port_passes() -> None:
+    with socket.socket() as server:
+        server.bind(("127.0.0.1", 0))
+        server.listen()
+        reach(f"ray://127.0.0.1:{server.getsockname()[1]}", deadline=5.0)
+
+
+def test_a_gcs_address_is_probed_where_ray_dials() -> None:
+    # Ray dials a loopback GCS address at the node's IP; the probe follows it.
+    port = closed_port()
+    with pytest.raises(ConnectionError, match=rf"nothing accepts connections at \S+:{port} "):
+        reach(f"127.0.0.1:{port}", deadline=5.0)
+
+
+def test_local_is_not_probed() -> None:
+    reach("local", deadline=0.001)
+
+
+@pytest.mark.parametrize(
+    ("address", "message"),
+    [
+        ("garbage", "error: ray_address: expected auto"),
+        ("CLOSED", "nothing accepts connections at"),
+    ],
+)
+def test_tau_run_refuses_in_one_line_and_writes_nothing(
+    tmp_path: Path, address: str, message: str
+) -> None:
+    if address == "CLOSED":
+        address = f"127.0.0.1:{closed_port()}"
+    log_dir = tmp_path / "results"
+    done = subprocess.run(
+        [
+            str(TAU),
+            "run",
+            "--env",
+            "airline",
+            "--agent-strategy",
+            "oracle",
+            "--user-strategy",
+            "scripted",
+            "--task-ids",
+            "0",
+            "--ray-address",
+            address,
+            "--data-dir",
+            str(DATA_DIR),
+            "--log-dir",
+            str(log_dir),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=DEADLINE,
+        check=False,
+    )
+    assert done.returncode == 2, done.stderr
+    errors = [line for line in done.stderr.splitlines() if line.startswith("error:")]
+    assert len(errors) == 1 and message in errors[0], done.stderr
+    assert "Traceback" not in done.stderr
+    assert not log_dir.exists()
