@@ -15,6 +15,7 @@ import typer
 
 from tau_bench.cli.errors import fail
 from tau_bench.config.ray_address import check_ray_address
+from tau_bench.runner.backends import check_local_workers
 from tau_bench.service.settings import (
     DEFAULT_SCORES_SETTINGS,
     LOOPBACK_HOSTS,
@@ -208,6 +209,12 @@ def serve(
         ray_address = check_ray_address(ray_address)
     except ValueError as exc:
         fail(f"--ray-address: {exc}")
+    on_ray = backend == "ray" or workers > 1 or ray_address is not None
+    if on_ray and ray_address in (None, "local"):  # a Ray started on this machine
+        try:
+            check_local_workers(workers)
+        except ValueError as exc:
+            fail(str(exc))
     settings = ServiceSettings(
         backend=backend,
         ray_address=ray_address,

@@ -69,6 +69,8 @@ async def run_on_workers(runner: Runner) -> RunOutcome:
         backend.start()
     except ImportError as exc:
         raise RunConfigError(f"--backend ray: {exc}") from None
+    except RunConfigError:
+        raise
     except (ConnectionError, TimeoutError, RuntimeError, ValueError) as exc:
         where = runner.config.ray_address or "a local Ray"
         raise RunConfigError(f"--backend ray: cannot start or reach {where}: {exc}") from None

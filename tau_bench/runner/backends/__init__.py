@@ -9,9 +9,10 @@ agent can be rebuilt in another process at all (`is_entry_point`).
 from __future__ import annotations
 
 import math
+import os
 from typing import Any
 
-from tau_bench.config import RunConfig
+from tau_bench.config import RunConfig, RunConfigError
 
 Key = tuple[int | str, int]
 
@@ -30,6 +31,26 @@ def is_entry_point(name: str) -> bool:
         return bool(load_builder(name) is eps[name].load())
     except Exception:
         return True  # a broken entry point fails in the workers with its own message
+
+
+def machine_cpus() -> int:
+    """CPUs this process may run on: its affinity where the OS has one, else the count."""
+    if hasattr(os, "sched_getaffinity"):
+        return len(os.sched_getaffinity(0))
+    return os.cpu_count() or 1
+
+
+def check_local_workers(workers: int) -> None:
+    """RunConfigError when a Ray started on this machine would get more workers than it
+    has CPUs: a worker is an event loop running many episodes at once, so one more than
+    the CPUs adds a process's memory and no speed, and a typo would start hundreds."""
+    cpus = machine_cpus()
+    if workers > cpus:
+        raise RunConfigError(
+            f"--workers {workers}: a local Ray runs at most {cpus} workers here, one per "
+            "CPU (each runs many episodes at once: raise --max-concurrency); for more, "
+            "join a cluster with --ray-address"
+        )
 
 
 def share(value: int, parts: int) -> int:

@@ -38,7 +38,7 @@ from typing import Any
 from tau_bench.config import RunConfig
 from tau_bench.config.ray_address import split_host_port
 from tau_bench.json_decode import loads
-from tau_bench.runner.backends import Key, share, worker_config
+from tau_bench.runner.backends import Key, check_local_workers, share, worker_config
 from tau_bench.runner.backends.dispatch import Dispatch
 from tau_bench.runner.backends.limiter import LEASE_TTL, ProviderLimiter
 from tau_bench.runner.backends.ray_actors import EpisodeWorker
@@ -109,17 +109,17 @@ def start_ray(address: str | None, workers: int) -> bool:
     ray = ray_module()
     if ray.is_initialized():
         return False
-    if address:
-        reach(address)
     common: dict[str, Any] = {
         "include_dashboard": False,
         "logging_level": logging.WARNING,
         "log_to_driver": True,
         "configure_logging": True,
     }
-    if address:
+    if address and address != "local":
+        reach(address)
         ray.init(address=address, **common)
     else:
+        check_local_workers(workers)
         ray.init(address="local", num_cpus=max(1, workers), **common)
     return True
 
