@@ -11,11 +11,13 @@ import contextlib
 import time
 from typing import TYPE_CHECKING
 
+from tau_adapters.redaction import mask_values
 from tau_adapters.registry import UnknownAdapterError, load_builder
 from tau_bench.config import RunConfigError
 from tau_bench.records import EpisodeRecord
 from tau_bench.results import write_json_atomic
 from tau_bench.runner.backends import is_entry_point
+from tau_bench.runner.types import provider_secrets
 
 if TYPE_CHECKING:
     from tau_bench.runner.core import Runner, RunOutcome
@@ -53,12 +55,13 @@ async def run_on_workers(runner: Runner) -> RunOutcome:
     cancellation the workers are killed and what finished is written, as locally. The
     circuit breaker stops the run as locally (`stopped_early`), except that episodes in
     flight are cancelled rather than awaited: they stay out of the log for `--resume`."""
-    from tau_bench.runner.backends.ray import RayBackend
+    from tau_bench.runner.backends.ray import RayBackend, WorkerFailure
 
     runner._started = time.perf_counter()
     check_workers(runner)
     runner._preflight_user()
     provider = runner._build_provider()  # fail fast on configuration, then close
+    secrets = provider_secrets(provider)  # the workers' too: masked in their errors
     try:
         await runner._preflight(provider)
     finally:
@@ -87,6 +90,9 @@ async def run_on_workers(runner: Runner) -> RunOutcome:
         await backend.run(
             pending, lambda data, line: runner._finish(EpisodeRecord.from_dict(data), line)
         )
+    except WorkerFailure as exc:
+        interrupted = True
+        raise RunConfigError(f"--backend ray: {mask_values(str(exc), secrets)}") from None
     except BaseException:
         interrupted = True
         raise
@@ -98,7 +104,7 @@ async def run_on_workers(runner: Runner) -> RunOutcome:
         await runner._log.aclose()
         outcome = runner._finalize(interrupted)
         if backend.errors:
-            outcome.summary["worker_errors"] = backend.errors
+            outcome.summary["worker_errors"] = mask_values(backend.errors, secrets)
             write_json_atomic(runner.plan.summary_path, outcome.summary)
     assert runner.outcome is not None
     return runner.outcome

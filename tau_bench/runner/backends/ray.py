@@ -41,7 +41,7 @@ from tau_bench.json_decode import loads
 from tau_bench.runner.backends import Key, check_local_workers, share, worker_config
 from tau_bench.runner.backends.dispatch import Dispatch
 from tau_bench.runner.backends.limiter import LEASE_TTL, ProviderLimiter
-from tau_bench.runner.backends.ray_actors import EpisodeWorker
+from tau_bench.runner.backends.ray_actors import EpisodeWorker, WorkerSetupError
 
 MAX_RESTARTS = 3
 """Times Ray restarts a dead worker (and re-runs its in-flight episodes) before the
@@ -65,6 +65,19 @@ stop (breaker)."""
 
 def first_line(exc: BaseException) -> str:
     return (str(exc).strip().splitlines() or [type(exc).__name__])[0]
+
+
+class WorkerFailure(RuntimeError):
+    """A worker's `exchange` raised rather than returning: in practice the worker could
+    not build the run (`WorkerSetupError`: data, a package or credentials missing on its
+    node), which fails the same way on every try, so the run stops with this one line."""
+
+    @classmethod
+    def from_task_error(cls, exc: BaseException) -> WorkerFailure:
+        cause = getattr(exc, "cause", None) or exc  # the worker's own exception
+        if isinstance(cause, WorkerSetupError):
+            return cls(f"a worker could not start the run: {cause}")
+        return cls(f"a worker failed: {type(cause).__name__}: {first_line(cause)}")
 
 
 def ray_module() -> Any:
@@ -192,7 +205,9 @@ class RayBackend:
 
     async def run(self, keys: list[Key], store: Store) -> None:
         """Run `keys` on the workers, calling `store(record data, log line)` as each
-        finishes; when `store` says stop, cancel the episodes in flight and return."""
+        finishes; when `store` says stop, cancel the episodes in flight and return.
+        `WorkerFailure` when a worker cannot run episodes, after the others' episodes in
+        flight were cancelled and what had finished was stored."""
         if not self.actors:
             self.start()
         ray = ray_module()
@@ -206,6 +221,7 @@ class RayBackend:
                 calls[asyncio.wrap_future(ref.future())] = worker
 
         stop = False
+        failure: WorkerFailure | None = None
         try:
             for worker in plan.live():
                 call(worker)
@@ -219,6 +235,11 @@ class RayBackend:
                         plan.died(worker, first_line(exc))
                         plan.give_up_if_no_workers()
                         continue
+                    except ray.exceptions.RayTaskError as exc:
+                        # Its keys stay out of the log (`--resume` runs them).
+                        failure = failure or WorkerFailure.from_task_error(exc)
+                        stop = True
+                        continue
                     stop = self._take_back(plan, worker, lines, lost, store) or stop
                     # The stored records live until the run ends and hold no cycles: out
                     # of the collector's passes, which otherwise cost the driver as much
@@ -231,6 +252,8 @@ class RayBackend:
                             call(worker)
             if stop:
                 await self._cancel(plan, calls, store)
+            if failure is not None:
+                raise failure
         finally:
             for future in calls:
                 future.cancel()

@@ -27,6 +27,20 @@ from tau_bench.runner.backends.limiter import RemoteSlots
 Key = tuple[int | str, int]
 
 
+class WorkerSetupError(Exception):
+    """The run could not be built on this worker (data, a package or credentials missing
+    on its node); the message names the cause and the node, in one line."""
+
+
+def _setup_error(exc: BaseException) -> WorkerSetupError:
+    import ray
+
+    why = (str(exc).strip().splitlines() or [""])[0]
+    return WorkerSetupError(
+        f"{type(exc).__name__}: {why} (on the node at {ray.util.get_node_ip_address()})"
+    )
+
+
 class EpisodeWorker:
     """Runs episodes of one run in a Ray worker process (an async Ray actor)."""
 
@@ -86,7 +100,10 @@ class EpisodeWorker:
             self._ready, self._news = asyncio.Lock(), asyncio.Event()
         async with self._ready:
             if self._runner is None:
-                await self._setup()
+                try:
+                    await self._setup()
+                except Exception as exc:
+                    raise _setup_error(exc) from None
         assert self._news is not None
         for key in keys:
             episode = (key[0], key[1])
