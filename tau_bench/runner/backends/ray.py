@@ -31,6 +31,7 @@ import asyncio
 import contextlib
 import gc
 import logging
+import os
 import socket
 from collections.abc import Callable
 from typing import Any
@@ -95,6 +96,8 @@ def reach(address: str, deadline: float = CONNECT_DEADLINE) -> None:
     within `deadline`; `auto` is the cluster Ray recorded on this machine."""
     if address == "local":
         return
+    if address == "auto":  # as `ray.init` reads it
+        address = os.environ.get("RAY_ADDRESS") or address
     if address.startswith("ray://"):
         target = split_host_port(address)
     else:

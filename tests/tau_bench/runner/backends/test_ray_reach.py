@@ -46,6 +46,13 @@ def test_a_gcs_address_is_probed_where_ray_dials() -> None:
         reach(f"127.0.0.1:{port}", deadline=5.0)
 
 
+def test_auto_follows_ray_address_as_ray_init_does(monkeypatch: pytest.MonkeyPatch) -> None:
+    port = closed_port()
+    monkeypatch.setenv("RAY_ADDRESS", f"ray://127.0.0.1:{port}")
+    with pytest.raises(ConnectionError, match=rf"at 127\.0\.0\.1:{port} "):
+        reach("auto", deadline=5.0)
+
+
 def test_local_is_not_probed() -> None:
     reach("local", deadline=0.001)
 
