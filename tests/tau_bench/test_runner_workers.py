@@ -519,28 +519,22 @@ def test_workers_and_backend_in_yaml_and_bad_values(monkeypatch, tmp_path):
     assert bad.exit_code == 2 and "workers" in bad.output
 
 
+def invoke_one_task(tmp_path: Path, strategy: str, *flags: str) -> Any:
+    """`tau run` in this process on one airline task with `strategy` and `flags`."""
+    return CliRunner().invoke(
+        run_cmd.standalone_app(),
+        [
+            *("--env", "airline", "--agent-strategy", strategy, "--user-strategy", "scripted"),
+            *("--task-ids", "13", *flags, "--log-dir", str(tmp_path)),
+            *("--data-dir", str(DATA_DIR)),
+        ],
+    )
+
+
 def test_in_process_strategy_with_workers_fails_fast(tmp_path):
     registry.register("oracle-in-process", build_oracle)
     try:
-        result = CliRunner().invoke(
-            run_cmd.standalone_app(),
-            [
-                "--env",
-                "airline",
-                "--agent-strategy",
-                "oracle-in-process",
-                "--user-strategy",
-                "scripted",
-                "--task-ids",
-                "13",
-                "--workers",
-                "2",
-                "--log-dir",
-                str(tmp_path),
-                "--data-dir",
-                str(DATA_DIR),
-            ],
-        )
+        result = invoke_one_task(tmp_path, "oracle-in-process", "--workers", "2")
     finally:
         registry._extra.pop("oracle-in-process", None)
     assert result.exit_code == 2, result.output
@@ -550,25 +544,7 @@ def test_in_process_strategy_with_workers_fails_fast(tmp_path):
 
 
 def test_unknown_strategy_with_workers_is_named_unknown(tmp_path):
-    result = CliRunner().invoke(
-        run_cmd.standalone_app(),
-        [
-            "--env",
-            "airline",
-            "--agent-strategy",
-            "no-such-agent",
-            "--user-strategy",
-            "scripted",
-            "--task-ids",
-            "13",
-            "--backend",
-            "ray",
-            "--log-dir",
-            str(tmp_path),
-            "--data-dir",
-            str(DATA_DIR),
-        ],
-    )
+    result = invoke_one_task(tmp_path, "no-such-agent", "--backend", "ray")
     assert result.exit_code == 2, result.output
     assert "unknown agent strategy 'no-such-agent'; available: " in result.output
     assert "oracle" in result.output
@@ -578,25 +554,7 @@ def test_unknown_strategy_with_workers_is_named_unknown(tmp_path):
 
 def test_without_the_ray_extra_the_backend_is_one_line(monkeypatch, tmp_path):
     monkeypatch.setitem(sys.modules, "ray", None)  # as if not installed
-    result = CliRunner().invoke(
-        run_cmd.standalone_app(),
-        [
-            "--env",
-            "airline",
-            "--agent-strategy",
-            "oracle",
-            "--user-strategy",
-            "scripted",
-            "--task-ids",
-            "13",
-            "--backend",
-            "ray",
-            "--log-dir",
-            str(tmp_path),
-            "--data-dir",
-            str(DATA_DIR),
-        ],
-    )
+    result = invoke_one_task(tmp_path, "oracle", "--backend", "ray")
     assert result.exit_code == 2, result.output
     lines = [line for line in result.output.splitlines() if line.strip()]
     assert len(lines) == 1 and "pip install 'tau-adapters[ray]'" in lines[0]

@@ -4,17 +4,13 @@ laptop (a typo for `--max-concurrency`) would start 200 Python processes."""
 from __future__ import annotations
 
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
 from tau_bench.config import RunConfigError
 from tau_bench.runner.backends import check_local_workers, machine_cpus
-from tests.conftest import DATA_DIR
-
-TAU = Path(sys.executable).parent / "tau"
-DEADLINE = 120.0  # the subprocess: Python's and Ray's imports on a loaded machine
+from tests.tau_bench.runner.backends.refusal import DEADLINE, TAU, tau_run_refusal
 
 
 def test_one_worker_per_cpu_passes_one_more_is_refused() -> None:
@@ -25,37 +21,8 @@ def test_one_worker_per_cpu_passes_one_more_is_refused() -> None:
 
 @pytest.mark.parametrize("where", [[], ["--ray-address", "local"]])
 def test_tau_run_refuses_more_local_workers_than_cpus(tmp_path: Path, where: list[str]) -> None:
-    log_dir = tmp_path / "results"
-    done = subprocess.run(
-        [
-            str(TAU),
-            "run",
-            "--env",
-            "airline",
-            "--agent-strategy",
-            "oracle",
-            "--user-strategy",
-            "scripted",
-            "--task-ids",
-            "0",
-            "--workers",
-            str(machine_cpus() + 1),
-            *where,
-            "--data-dir",
-            str(DATA_DIR),
-            "--log-dir",
-            str(log_dir),
-        ],
-        capture_output=True,
-        text=True,
-        timeout=DEADLINE,
-        check=False,
-    )
-    assert done.returncode == 2, done.stderr
-    errors = [line for line in done.stderr.splitlines() if line.startswith("error:")]
-    assert len(errors) == 1 and "a local Ray runs at most" in errors[0], done.stderr
-    assert "--ray-address" in errors[0]
-    assert not log_dir.exists()
+    error = tau_run_refusal(tmp_path, "--workers", str(machine_cpus() + 1), *where)
+    assert "a local Ray runs at most" in error and "--ray-address" in error
 
 
 def test_tau_serve_refuses_them_at_start_up(tmp_path: Path) -> None:

@@ -4,17 +4,12 @@ address: Ray's own wait is 20 attempts of ~40 s each."""
 from __future__ import annotations
 
 import socket
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
 from tau_bench.runner.backends.ray import reach
-from tests.conftest import DATA_DIR
-
-TAU = Path(sys.executable).parent / "tau"
-DEADLINE = 120.0  # the subprocess: Python and Ray's imports on a loaded machine
+from tests.tau_bench.runner.backends.refusal import tau_run_refusal
 
 
 def closed_port() -> int:
@@ -69,33 +64,4 @@ def test_tau_run_refuses_in_one_line_and_writes_nothing(
 ) -> None:
     if address == "CLOSED":
         address = f"127.0.0.1:{closed_port()}"
-    log_dir = tmp_path / "results"
-    done = subprocess.run(
-        [
-            str(TAU),
-            "run",
-            "--env",
-            "airline",
-            "--agent-strategy",
-            "oracle",
-            "--user-strategy",
-            "scripted",
-            "--task-ids",
-            "0",
-            "--ray-address",
-            address,
-            "--data-dir",
-            str(DATA_DIR),
-            "--log-dir",
-            str(log_dir),
-        ],
-        capture_output=True,
-        text=True,
-        timeout=DEADLINE,
-        check=False,
-    )
-    assert done.returncode == 2, done.stderr
-    errors = [line for line in done.stderr.splitlines() if line.startswith("error:")]
-    assert len(errors) == 1 and message in errors[0], done.stderr
-    assert "Traceback" not in done.stderr
-    assert not log_dir.exists()
+    assert message in tau_run_refusal(tmp_path, "--ray-address", address)
