@@ -93,7 +93,8 @@ def ray_module() -> Any:
 
 def reach(address: str, deadline: float = CONNECT_DEADLINE) -> None:
     """ConnectionError naming the host and port when nothing there accepts a connection
-    within `deadline`; `auto` is the cluster Ray recorded on this machine."""
+    within `deadline`; `auto` is `RAY_ADDRESS`, else the cluster Ray recorded on this
+    machine, as `ray.init` reads them."""
     if address == "local":
         return
     if address == "auto":  # as `ray.init` reads it
