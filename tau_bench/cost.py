@@ -110,7 +110,6 @@ def money(value: float | None) -> str:
 
 def cost_table(rows: Mapping[str, Mapping[str, Any]]) -> Any:
     """Cost per run (rich): the parts, the total, per resolved task; an "all runs" row."""
-    from rich.markup import escape
     from rich.table import Table
 
     table = Table(title="Cost (USD; unknown = not reported or not priced)")
@@ -119,7 +118,7 @@ def cost_table(rows: Mapping[str, Mapping[str, Any]]) -> Any:
         table.add_column(name, justify="right")
     for label, t in rows.items():
         table.add_row(
-            escape(label),
+            label,
             *(money(t.get(p)) for p in PARTS),
             money(t.get("total")),
             money(t.get("known")),

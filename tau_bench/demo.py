@@ -79,6 +79,8 @@ async def _runs(target: DemoTarget, log_dir: Path, workdir: Path) -> list[tuple[
 
 
 def _verify(console: Any) -> bool:
+    from rich.text import Text
+
     from tau_bench.config import RunConfig
     from tau_bench.runner.plan import for_run
     from tau_bench.suites import load_domain
@@ -91,25 +93,28 @@ def _verify(console: Any) -> bool:
         total += len(results)
         ok += sum(1 for r in results if r.reward is not None and r.reward.reward == 1.0)
     console.print(
-        f"[bold]1. Installation check[/bold]: {ok}/{total} test tasks replay to reward 1.0 "
-        f"({time.perf_counter() - started:.2f} s)"
+        Text.assemble(
+            ("1. Installation check", "bold"),
+            f": {ok}/{total} test tasks replay to reward 1.0 "
+            f"({time.perf_counter() - started:.2f} s)",
+        )
     )
     return ok == total
 
 
 def main() -> int:
-    from rich.console import Console
     from rich.table import Table
 
+    from tau_bench import terminal
     from tau_bench.data.paths import DataDirError
 
-    console = Console(width=140)
+    console = terminal.console(width=140)
     log_dir = Path("results") / "demo"
     log_dir.mkdir(parents=True, exist_ok=True)
     try:
         if not _verify(console):
             console.print(
-                "[red]ground-truth verification failed: see `tau tasks verify --env all`[/red]"
+                "ground-truth verification failed: see `tau tasks verify --env all`", style="red"
             )
             return 1
     except DataDirError as exc:
@@ -117,7 +122,7 @@ def main() -> int:
         return 2
     outcomes: list[tuple[str, Any]] = []
     for number, target in enumerate(demo_targets(), start=2):
-        console.print(f"[bold]{number}. {target.title}[/bold] …")
+        console.print(f"{number}. {target.title} …", style="bold")
         with tempfile.TemporaryDirectory() as tmp:
             outcomes += asyncio.run(_runs(target, log_dir, Path(tmp)))
     table = Table(
@@ -144,7 +149,7 @@ def main() -> int:
         )
     console.print(table)
     for label, outcome in outcomes:
-        console.print(f"  {label}: {os.path.relpath(outcome.plan.results_path)}", markup=False)
+        console.print(f"  {label}: {os.path.relpath(outcome.plan.results_path)}")
     console.print(
         "Every episode ran through a real adapter (gRPC / HTTP / A2A), its tool calls executed on "
         "the local domain DB (τ³ telecom: the customer's phone actions too) and scored as the "

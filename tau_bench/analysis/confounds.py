@@ -182,17 +182,16 @@ def check_runs(runs: Sequence[Run], *, intersect: bool = False) -> ConfoundCheck
 
 def differences_table(check: ConfoundCheck, runs: Sequence[Run]) -> Any:
     """What differs, one row per difference, one column per run (rich)."""
-    from rich.markup import escape
     from rich.table import Table
 
     table = Table(title="Runs differ in more than the agent")
     table.add_column("differs in", style="bold")
     for run in runs:
-        table.add_column(escape(run.label), overflow="fold")
+        table.add_column(run.label, overflow="fold")
     table.add_column("detail", overflow="fold")
     for diff in check.differences:
-        cells = [escape(diff.values.get(r.label, UNKNOWN)) for r in runs]
-        table.add_row(escape(diff.what), *cells, escape(diff.detail))
+        cells = [diff.values.get(r.label, UNKNOWN) for r in runs]
+        table.add_row(diff.what, *cells, diff.detail)
     if check.no_manifest:
         table.add_row(
             "manifest",

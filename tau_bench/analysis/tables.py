@@ -1,14 +1,12 @@
 """The comparison as terminal tables (rich): runs, paired differences, per-task matrix.
 
-Text from results files (labels, models: `run [openai/gpt-4o]`) is escaped, so rich
-never takes it for markup.
+Text from results files (labels, models: `run [openai/gpt-4o]`) goes into the cells as
+it is: the product's consoles print with markup off (`tau_bench.terminal`).
 """
 
 from __future__ import annotations
 
 from typing import Any
-
-from rich.markup import escape
 
 from tau_bench.analysis.compare import Cell, Comparison, RunRow
 from tau_bench.cost import money
@@ -19,6 +17,7 @@ from tau_bench.error_classes import (
     SHORT_LEGEND,
     counts_short,
 )
+from tau_bench.terminal import styled
 
 
 def fmt(value: float | None, spec: str = ".3f") -> str:
@@ -77,9 +76,9 @@ def runs_table(comparison: Comparison) -> Any:
     for row in comparison.rows:
         table.add_row(
             str(row.index),
-            escape(row.label),
-            escape(row.agent),
-            escape(user_text(row)),
+            row.label,
+            row.agent,
+            user_text(row),
             str(row.tasks),
             str(row.trials),
             fmt(row.avg_reward),
@@ -111,17 +110,17 @@ def paired_table(comparison: Comparison) -> Any:
     table.add_column("verdict")
     for p in comparison.paired:
         style = "green" if p.significant and p.diff > 0 else "red" if p.significant else ""
-        verdict = escape(p.verdict)
+        verdict = p.verdict
         table.add_row(
-            escape(p.baseline),
-            escape(p.other),
+            p.baseline,
+            p.other,
             str(p.tasks),
             fmt(p.mean_baseline),
             fmt(p.mean_other),
             f"{p.diff:+.3f}",
             f"[{p.low:+.3f}, {p.high:+.3f}]",
             f"{p.other_better} / {p.baseline_better} / {p.ties}",
-            f"[{style}]{verdict}[/]" if style else verdict,
+            styled(verdict, style) if style else verdict,
         )
     return table
 
@@ -137,6 +136,6 @@ def matrix_table(comparison: Comparison) -> Any:
         cells = []
         for row in comparison.rows:
             cell = comparison.matrix[row.label].get(task)
-            cells.append(f"[{_cell_style(cell)}]{cell_text(cell)}[/]")
-        table.add_row(escape(str(task)), *cells)
+            cells.append(styled(cell_text(cell), _cell_style(cell)))
+        table.add_row(str(task), *cells)
     return table

@@ -102,7 +102,6 @@ def decompose(
 
 def variance_table(rows: Mapping[str, VarianceParts | None], title: str = "") -> Any:
     """One row per run (or per eval): each part as variance and share of the total."""
-    from rich.markup import escape
     from rich.table import Table
 
     table = Table(title=title or "Variance of reward by source (share of total)")
@@ -113,7 +112,7 @@ def variance_table(rows: Mapping[str, VarianceParts | None], title: str = "") ->
         table.add_column(PART_LABELS[part], justify="right")
     for label, parts in rows.items():
         if parts is None:
-            table.add_row(escape(label), "0", *["-"] * (4 + len(PARTS)))
+            table.add_row(label, "0", *["-"] * (4 + len(PARTS)))
             continue
         cells = []
         for part in PARTS:
@@ -121,7 +120,7 @@ def variance_table(rows: Mapping[str, VarianceParts | None], title: str = "") ->
             value = float(getattr(parts, part))
             cells.append(f"{value:.4f} ({'-' if share is None else f'{share:.0%}'})")
         table.add_row(
-            escape(label),
+            label,
             str(parts.episodes),
             str(parts.user_models),
             str(parts.tasks),

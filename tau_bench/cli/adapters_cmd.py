@@ -13,16 +13,16 @@ def adapters(
     name: Annotated[str | None, typer.Argument(help="An adapter: show its options.")] = None,
 ) -> None:
     """List agent strategies (entry-point group tau_adapters), or one adapter's flags."""
-    from rich.console import Console
     from rich.table import Table
 
     from tau_adapters.options import option_flags, options_model
     from tau_adapters.registry import UnknownAdapterError, available, load_builder
+    from tau_bench import terminal
 
-    console = Console()
+    console = terminal.console()
     if name is None:
         for strategy in available():
-            console.print(strategy, markup=False)
+            console.print(strategy)
         return
     try:
         model = options_model(load_builder(name))

@@ -17,11 +17,10 @@ def _throwaway_progress() -> Any:
     Module-level so that spawned benchmark processes can unpickle it."""
     import io
 
-    from rich.console import Console
-
+    from tau_bench import terminal
     from tau_bench.cli.run_progress import RichProgress
 
-    console = Console(file=io.StringIO(), force_terminal=True, width=120)
+    console = terminal.console(file=io.StringIO(), force_terminal=True, width=120)
     return RichProgress(console, enabled=True)
 
 
@@ -42,14 +41,13 @@ def core(
 ) -> None:
     """Data load, reset, tool steps, hash, reward, verification and memory per domain
     (τ-bench v1, then τ³ when its data is found)."""
-    from rich.console import Console
-
+    from tau_bench import terminal
     from tau_bench.benchmarks.core import render, run
     from tau_bench.data.paths import resolve_data_dir
 
     root = resolve_data_dir(data_dir)
     results = run(root, repeat)
-    console = Console(width=150)
+    console = terminal.console(width=150)
     console.print(render(results))
     tau3 = _tau3_core(console, tau3_data_dir)
     console.print(f"machine: {_machine()}")
@@ -70,11 +68,11 @@ def _tau3_core(console: Any, data_dir: Path | None) -> dict[str, Any] | None:
     try:
         root = resolve_tau3_data_dir(data_dir)
     except DataDirError as exc:
-        console.print(f"τ³: skipped ({exc})", markup=False)
+        console.print(f"τ³: skipped ({exc})")
         return None
     rows = run_bench(root)
     console.print("\nτ³ (tau2-bench 1.0.1)")
-    console.print(format_table(rows), markup=False)
+    console.print(format_table(rows))
     tau = Path(sys.executable).with_name("tau")
     cmd = [
         str(tau),
@@ -91,7 +89,6 @@ def _tau3_core(console: Any, data_dir: Path | None) -> dict[str, Any] | None:
     console.print(
         f"whole process `tau tasks verify --env tau3/airline,tau3/retail` (164 tasks): "
         f"{whole:.2f} s, exit {done.returncode}",
-        markup=False,
     )
     telecom = _telecom_whole_process(console, tau, root)
     return {
@@ -129,7 +126,6 @@ def _telecom_whole_process(console: Any, tau: Path, root: Path) -> dict[str, Any
         f"({cpu / count * 1e3:.2f} ms/task), exit {done.returncode}; original "
         f"{original:.1f} s CPU ({ORIGINAL_PER_TASK_CPU_S * 1e3:.1f} ms/task): "
         f"{original / cpu:.0f}x faster",
-        markup=False,
     )
     return {"tasks": count, "cpu_s": cpu, "original_cpu_s": original, "exit": done.returncode}
 
@@ -158,8 +154,7 @@ def runner(
     markdown: bool = typer.Option(False, help="Also print the table as Markdown."),
 ) -> None:
     """`tau run` against a fake OpenAI server: wall time vs the latency bound, CPU, RSS."""
-    from rich.console import Console
-
+    from tau_bench import terminal
     from tau_bench.benchmarks import runner as bench
     from tau_bench.cli.errors import fail
     from tau_bench.data.paths import resolve_data_dir
@@ -206,7 +201,7 @@ def runner(
         )
     except ValueError as exc:
         fail(str(exc))
-    console = Console(width=200)
+    console = terminal.console(width=200)
     console.print(bench.render(rows, latency))
     console.print(f"machine: {_machine()}")
     if markdown:
@@ -232,8 +227,7 @@ def sdg(
     json_out: Path | None = typer.Option(None, "--json", help="Also write the figures as JSON."),
 ) -> None:
     """SDG throughput against a mock model server with real latency (docs/sdg.md)."""
-    from rich.console import Console
-
+    from tau_bench import terminal
     from tau_bench.benchmarks import sdg_bench
     from tau_bench.cli.errors import fail
 
@@ -251,7 +245,7 @@ def sdg(
         seed=seed,
         data_dir=data_dir,
     )
-    console = Console()
+    console = terminal.console()
     console.print(*sdg_bench.render(results), sep="\n")
     console.print(f"machine: {results['machine']}")
     if json_out:
@@ -276,8 +270,7 @@ def adapters(
     """Each hosted adapter's own CPU per turn against its local stand-in (concurrency 1)."""
     import os
 
-    from rich.console import Console
-
+    from tau_bench import terminal
     from tau_bench.benchmarks import adapters as bench
     from tau_bench.cli.errors import fail
     from tau_bench.data.paths import resolve_data_dir
@@ -299,7 +292,7 @@ def adapters(
         rows = bench.run(adapter or None, domains, tasks, str(root), extra, repeat)
     except ValueError as exc:
         fail(str(exc))
-    Console(width=150).print(bench.render(rows))
+    terminal.console(width=150).print(bench.render(rows))
     load = ", ".join(f"{x:.2f}" for x in os.getloadavg())
     print(f"machine: {_machine()}; load average {load}")
     if markdown:

@@ -29,9 +29,9 @@ def note(message: str) -> None:
 
 def stdout_console() -> Any:
     """stdout; wide when not a terminal, so piped tables are not squeezed to 80 columns."""
-    from rich.console import Console
+    from tau_bench import terminal
 
-    return Console() if sys.stdout.isatty() else Console(width=200)
+    return terminal.console() if sys.stdout.isatty() else terminal.console(width=200)
 
 
 def load_results(paths: list[Path], tasks: str | None = None) -> list[Run]:

@@ -111,9 +111,9 @@ def verify(
     ),
 ) -> None:
     """Check every file of the data directory against the pinned sha256."""
-    from rich.console import Console
     from rich.table import Table
 
+    from tau_bench import terminal
     from tau_bench.data.paths import DataDirError, resolve_data_dir
     from tau_bench.data.pinned import load_pinned, verify_files
 
@@ -133,8 +133,8 @@ def verify(
         shown = check.expected[:16]
         if check.status == "mismatch" and check.actual:
             shown = f"{check.expected[:16]} ≠ {check.actual[:16]}"
-        out.add_row(check.path, f"[{styles[check.status]}]{check.status}[/]", shown)
-    Console(width=max(120, Console().width)).print(out)
+        out.add_row(check.path, terminal.styled(check.status, styles[check.status]), shown)
+    terminal.console(width=max(120, terminal.console().width)).print(out)
 
     bad = [c for c in checks if not c.ok]
     if bad:

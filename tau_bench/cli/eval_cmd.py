@@ -90,8 +90,7 @@ def eval(
 def _execute(cfg: Any, *, resume: bool, quiet: bool, config_path: Path) -> None:
     import asyncio
 
-    from rich.console import Console
-
+    from tau_bench import terminal
     from tau_bench.config import RunConfigError
     from tau_bench.data.paths import DataDirError
     from tau_bench.runner import prepare_eval, run_eval
@@ -108,7 +107,7 @@ def _execute(cfg: Any, *, resume: bool, quiet: bool, config_path: Path) -> None:
         DataDirError,
     ) as exc:
         fail(str(exc))
-    err = Console(stderr=True)
+    err = terminal.console(stderr=True)
     progress = RichProgress(err, enabled=not quiet and err.is_terminal)
     total = sum(len(p.order) for p in plans.values())
     done = [
@@ -135,7 +134,7 @@ def _execute(cfg: Any, *, resume: bool, quiet: bool, config_path: Path) -> None:
         raise SystemExit(130) from None
     progress.finished()
     # Wide when piped, so the table's k columns are not squeezed into 80 characters.
-    out = Console(width=None if sys.stdout.isatty() else 200)
+    out = terminal.console(width=None if sys.stdout.isatty() else 200)
     out.print(render_eval(outcome.report))
     from tau_bench.analysis.variance import parts_from_dict, variance_table
 

@@ -31,6 +31,8 @@ def _call(name: str, args: dict[str, Any]) -> str:
 
 def print_v1_counterpart(console: Any, env: str, task: Any) -> None:
     """The v1 task this τ³ task comes from, the instruction and action changes."""
+    from rich.text import Text
+
     from tau_bench.suites import load_domain
     from tau_bench.tau3.lineage import action_diff, instruction_diff, lineage_entry
 
@@ -38,7 +40,7 @@ def print_v1_counterpart(console: Any, env: str, task: Any) -> None:
     entry = lineage_entry(domain, task.id)
     if entry is None:
         return
-    console.print("\n[bold]τ-bench v1 counterpart[/bold]")
+    console.print(Text.assemble("\n", ("τ-bench v1 counterpart", "bold")))
     if entry["v1_index"] is None:
         console.print("  none: no v1 test task matches this scenario")
         return
@@ -48,29 +50,26 @@ def print_v1_counterpart(console: Any, env: str, task: Any) -> None:
         f"  {domain}/{index} in v1's test split{same}; match score {entry['score']} "
         f"(same user {entry['same_user']}, action overlap {entry['action_overlap']}, "
         f"word overlap {entry['word_overlap']})",
-        markup=False,
     )
     try:
         v1 = load_domain(domain).tasks("test")[index]
     except Exception as exc:  # the v1 data is optional for this view
-        console.print(f"  (v1 data not available for the diff: {exc})", markup=False)
+        console.print(f"  (v1 data not available for the diff: {exc})")
         return
     words = instruction_diff(v1.instruction, task.task)
     console.print(
         f"  instruction: {words['words_v1']} → {words['words_tau3']} distinct words, "
         f"overlap {words['overlap']}; new: {', '.join(words['new_words']) or '-'}; "
         f"dropped: {', '.join(words['dropped_words']) or '-'}",
-        markup=False,
     )
     diff = action_diff([{"name": a.name, "kwargs": a.kwargs} for a in v1.actions], task.task)
     console.print(
         f"  actions: {len(diff.added)} added, {len(diff.removed)} removed, "
         f"{len(diff.changed)} changed",
-        markup=False,
     )
     for sig in diff.added:
-        console.print(f"    + {sig}", markup=False)
+        console.print(f"    + {sig}")
     for sig in diff.removed:
-        console.print(f"    - {sig}", markup=False)
+        console.print(f"    - {sig}")
     for old, new in diff.changed:
-        console.print(f"    ~ {old}\n      → {new}", markup=False)
+        console.print(f"    ~ {old}\n      → {new}")

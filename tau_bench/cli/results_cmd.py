@@ -102,7 +102,6 @@ def rescore(
 
 
 def _print_rescore(outcome: Any) -> None:
-    from rich.markup import escape
     from rich.table import Table
 
     from tau_bench.analysis.tables import fmt
@@ -115,12 +114,12 @@ def _print_rescore(outcome: Any) -> None:
             table.add_column(name, justify="right" if name in ("task", "trial") else "left")
         for e in outcome.changed:
             table.add_row(
-                escape(str(e.task_id)),
+                str(e.task_id),
                 str(e.trial),
                 fmt(e.old_reward, "g"),
                 fmt(e.new_reward, "g"),
-                escape(e.why()),
-                escape("; ".join(e.notes)),
+                e.why(),
+                "; ".join(e.notes),
             )
         console.print(table)
     avg = summary["avg_reward"]

@@ -54,8 +54,7 @@ def _note(message: str) -> None:
 def _execute(cfg: RunConfig) -> None:
     import asyncio
 
-    from rich.console import Console
-
+    from tau_bench import terminal
     from tau_bench.config import RunConfigError
     from tau_bench.data.paths import DataDirError
     from tau_bench.runner import Runner, prepare_run
@@ -72,7 +71,7 @@ def _execute(cfg: RunConfig) -> None:
         DataDirError,
     ) as exc:
         fail(str(exc))
-    err = Console(stderr=True)
+    err = terminal.console(stderr=True)
     observer = make_progress(err, quiet=cfg.quiet)
     runner = Runner(plan, observer)
     if plan.resumed:
@@ -91,7 +90,7 @@ def _execute(cfg: RunConfig) -> None:
             f"continue with: {_resume_command(plan)}"
         )
         raise SystemExit(130) from None
-    Console().print(render_summary(outcome.summary))
+    terminal.console().print(render_summary(outcome.summary))
     summary = outcome.summary
     for line in summary.get("worker_errors", []):
         _note(f"error: {line}")

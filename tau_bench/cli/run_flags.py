@@ -127,7 +127,7 @@ def _flags(
         typer.Option(
             "--workers",
             help="Ray workers running episodes (each gets max-concurrency / N); "
-            "alone, N > 1 starts a local Ray (pip install 'tau-adapters[ray]').",
+            "alone, N > 1 starts a local Ray (pip install 'tau-adapters\\[ray]').",
             rich_help_panel=RUN_PANEL,
         ),
     ] = _D.workers,

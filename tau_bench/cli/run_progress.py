@@ -65,7 +65,7 @@ class RichProgress:
         )
 
         self._progress = Progress(
-            TextColumn("[bold]episodes"),
+            TextColumn("episodes", style="bold"),
             BarColumn(),
             MofNCompleteColumn(),
             TextColumn("pass {task.fields[rate]}"),

@@ -54,8 +54,7 @@ def generate(
     quiet: bool = typer.Option(False, "--quiet", help="No progress bar."),
 ) -> None:
     """Generate tasks: sample users, propose actions, validate in a sandbox, write instructions."""
-    from rich.console import Console
-
+    from tau_bench import terminal
     from tau_bench.cli.errors import fail
     from tau_bench.llm import LLMAuthError
     from tau_bench.sdg.difficulty import Difficulty
@@ -87,7 +86,7 @@ def generate(
         json_mode=not no_json_mode,
         start_index=start_index,
     )
-    console = Console()
+    console = terminal.console()
     try:
         report = asyncio.run(
             _generate_with_progress(run_generation, options, domain, quiet, console)
@@ -102,7 +101,6 @@ def generate(
             f"Run them:     tau run --env {env} --tasks-file {output_file} --agent-strategy ...\n"
             f"Replay check: tau tasks verify --env {env} --tasks-file {output_file}\n"
             f"Quality:      tau sdg stats {output_file}",
-            markup=False,
             soft_wrap=True,
         )
 
@@ -128,7 +126,7 @@ async def _generate_with_progress(
         return await run_generation(options, domain=domain)
     counts = {"ok": 0, "rejected": 0}
     with Progress(
-        TextColumn("[bold]sdg {task.fields[env]}/{task.fields[difficulty]}"),
+        TextColumn("sdg {task.fields[env]}/{task.fields[difficulty]}", style="bold", markup=False),
         BarColumn(),
         MofNCompleteColumn(),
         TextColumn("written {task.fields[ok]} rejected {task.fields[rejected]}"),
@@ -197,8 +195,7 @@ def stats(
 ) -> None:
     """Quality report: difficulty consistency, action mix, duplicates, validation rate; on
     τ³ files also the validation of every task (exit 1 if one fails)."""
-    from rich.console import Console
-
+    from tau_bench import terminal
     from tau_bench.cli.errors import fail
     from tau_bench.sdg.stats import compute_stats, file_hint, load_runs
     from tau_bench.tasks import TaskFileError, load_tasks
@@ -224,7 +221,7 @@ def stats(
     if as_json:
         print(json.dumps(report, indent=2))
     else:
-        Console().print(*_stats_tables(report, str(tasks_file)))
+        terminal.console().print(*_stats_tables(report, str(tasks_file)))
     ver = report["verification"]
     if report["suite"] == "tau3" and ver is not None and ver["failed"]:
         raise SystemExit(1)
@@ -232,6 +229,8 @@ def stats(
 
 def _stats_tables(report: dict[str, Any], source: str) -> list[Any]:
     from rich.table import Table
+
+    from tau_bench.terminal import styled
 
     diff = report["difficulty"]
     rate = diff["consistency_rate"]
@@ -260,7 +259,7 @@ def _stats_tables(report: dict[str, Any], source: str) -> list[Any]:
         t2.add_row(tool, str(count), f"{count / mix['actions']:.0%}" if mix["actions"] else "-")
     if "writes" in mix:
         t2.add_row(
-            "[bold]writes / reads[/bold]",
+            styled("writes / reads", "bold"),
             f"{mix['writes']} / {mix['reads']}",
             f"{mix['write_share']:.0%} writes",
         )
@@ -309,15 +308,17 @@ def _failure_tables(ver: dict[str, Any], env: str) -> list[Any]:
     from rich.table import Table
     from rich.text import Text
 
+    from tau_bench.terminal import styled
+
     out: list[Any] = []
     if ver["problems"]:
         table = Table(title="tasks that fail validation")
         for col in ("task", "id", "problems"):
             table.add_column(col, justify="right" if col == "task" else "left")
         for index, entry in list(ver["problems"].items())[:20]:
-            table.add_row(index, entry["id"], Text("\n".join(entry["problems"])))
+            table.add_row(index, entry["id"], "\n".join(entry["problems"]))
         out.append(table)
     failed = len(ver["failed"])
-    verdict = "[green]OK[/green]" if not failed else f"[red]{failed} FAILED[/red]"
-    out.append(f"{env}: {ver['passed']}/{ver['checked']} tasks valid {verdict}")
+    verdict = styled("OK", "green") if not failed else styled(f"{failed} FAILED", "red")
+    out.append(Text.assemble(f"{env}: {ver['passed']}/{ver['checked']} tasks valid ", verdict))
     return out

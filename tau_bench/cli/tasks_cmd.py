@@ -37,8 +37,9 @@ def list_(
     width: int = typer.Option(90, help="Instruction preview width."),
 ) -> None:
     """One line per task: id, user, number of actions, outputs, instruction preview."""
-    from rich.console import Console
     from rich.table import Table
+
+    from tau_bench import terminal
 
     domain, tasks = _load(env, task_split, data_dir)
     task_split = task_split or domain.default_split
@@ -48,7 +49,7 @@ def list_(
     for i, t in enumerate(tasks):
         preview = t.instruction if len(t.instruction) <= width else t.instruction[: width - 1] + "…"
         table.add_row(str(i), t.user_id or "-", str(len(t.actions)), ", ".join(t.outputs), preview)
-    Console().print(table)
+    terminal.console().print(table)
 
 
 @app.command("show")
@@ -62,8 +63,9 @@ def show(
     as_json: bool = typer.Option(False, "--json", help="Print the task as JSON."),
 ) -> None:
     """A task's instruction, ground-truth actions and required outputs."""
-    from rich.console import Console
+    from rich.text import Text
 
+    from tau_bench import terminal
     from tau_bench.cli.errors import fail
     from tau_bench.cli.lineage_show import parse_show_id, print_v1_counterpart
 
@@ -80,15 +82,16 @@ def show(
     if as_json:
         print(json.dumps(task.model_dump(), indent=2, ensure_ascii=False))
         return
-    console = Console()
-    console.print(f"[bold]{env}/{task_split} task {task_id}[/bold]  user: {task.user_id}")
-    console.print(f"\n[bold]Instruction[/bold]\n{task.instruction}\n")
-    console.print(f"[bold]Ground-truth actions[/bold] ({len(task.actions)})")
+    console = terminal.console()
+    console.print(
+        Text.assemble((f"{env}/{task_split} task {task_id}", "bold"), f"  user: {task.user_id}")
+    )
+    console.print(Text.assemble("\n", ("Instruction", "bold"), f"\n{task.instruction}\n"))
+    console.print(Text.assemble(("Ground-truth actions", "bold"), f" ({len(task.actions)})"))
     for i, a in enumerate(task.actions):
-        console.print(
-            f"  {i + 1}. {a.name}({json.dumps(a.kwargs, ensure_ascii=False)})", markup=False
-        )
-    console.print(f"\n[bold]Required outputs[/bold]: {', '.join(task.outputs) or '(none)'}")
+        console.print(f"  {i + 1}. {a.name}({json.dumps(a.kwargs, ensure_ascii=False)})")
+    outputs = ", ".join(task.outputs) or "(none)"
+    console.print(Text.assemble("\n", ("Required outputs", "bold"), f": {outputs}"))
     if env.startswith("tau3/"):
         print_v1_counterpart(console, env, task)
 
@@ -107,11 +110,13 @@ def verify(
     judge_model: str | None = JUDGE_OPT,
 ) -> None:
     """Replay every task's ground truth as an agent; exit 0 only if all score 1.0."""
-    from rich.console import Console
     from rich.table import Table
+    from rich.text import Text
 
+    from tau_bench import terminal
     from tau_bench.cli.errors import fail
     from tau_bench.domains import DOMAIN_NAMES
+    from tau_bench.terminal import styled
     from tau_bench.verify import verify_tasks
 
     envs = list(DOMAIN_NAMES) if env == "all" else [e.strip() for e in env.split(",") if e.strip()]
@@ -124,7 +129,7 @@ def verify(
             fail("verify τ³ and τ-bench v1 domains in separate commands")
         raise typer.Exit(verify_tau3(envs, task_split, data_dir, judge_model, show_all, tasks_file))
     task_split = task_split or "test"
-    console = Console()
+    console = terminal.console()
     total = passed = 0
     overall = time.perf_counter()
     for name in envs:
@@ -150,24 +155,24 @@ def verify(
                 ", ".join(rr.outputs) or "-",
                 f"{rr.r_actions:.1f}",
                 "-" if rr.r_outputs is None else f"{rr.r_outputs:.1f}",
-                f"[green]{rr.reward:.1f}[/green]"
-                if rr.reward == 1.0
-                else f"[red]{rr.reward:.1f}[/red]",
+                styled(f"{rr.reward:.1f}", "green" if rr.reward == 1.0 else "red"),
             )
         if table.row_count:
             console.print(table)
-        status = "[green]OK[/green]" if not failed else f"[red]{len(failed)} FAILED[/red]"
+        status = styled("OK", "green") if not failed else styled(f"{len(failed)} FAILED", "red")
         console.print(
-            f"{source}: {len(results) - len(failed)}/{len(results)} tasks score 1.0 "
-            f"({elapsed:.2f} s) {status}",
+            Text.assemble(
+                f"{source}: {len(results) - len(failed)}/{len(results)} tasks score 1.0 "
+                f"({elapsed:.2f} s) ",
+                status,
+            ),
             soft_wrap=True,
         )
         for r in failed[:10]:
             for d in r.reward.diff[:5]:
                 console.print(
                     f"  task {r.task_id}: {d.table}[{d.record}].{d.path}: "
-                    f"agent={d.agent!r} expected={d.expected!r}",
-                    markup=False,
+                    f"agent={d.agent!r} expected={d.expected!r}"
                 )
     if len(envs) > 1:
         console.print(

@@ -32,14 +32,16 @@ def verify_tau3(
     tasks_file: Path | None = None,
 ) -> int:
     """Print the verification table of each domain; the exit status (0: all good)."""
-    from rich.console import Console
     from rich.table import Table
+    from rich.text import Text
 
+    from tau_bench import terminal
     from tau_bench.suites import load_domain
     from tau_bench.suites.tau3 import ASSUME_MET, make_judge
     from tau_bench.tau3.known_failing import known_failing
+    from tau_bench.terminal import styled
 
-    console = Console()
+    console = terminal.console()
     bad_total = 0
     for env in envs:
         started = time.perf_counter()
@@ -61,13 +63,19 @@ def verify_tau3(
             errors = sum(1 for s in r.replay.steps if s.result.error)
             if reward == 1.0:
                 ok += 1
-                status = "[green]ok[/green]"
+                status = styled("ok", "green")
             elif r.task.id in expected_fail:
                 known += 1
-                status = f"[yellow]fails in the original[/yellow]: {expected_fail[r.task.id]}"
+                status = Text.assemble(
+                    ("fails in the original", "yellow"), f": {expected_fail[r.task.id]}"
+                )
             else:
                 bad += 1
-                status = "[red]FAILED[/red]" if r.error is None else f"[red]error[/red]: {r.error}"
+                status = (
+                    styled("FAILED", "red")
+                    if r.error is None
+                    else Text.assemble(("error", "red"), f": {r.error}")
+                )
                 failures = r.reward.evaluation.failures if r.reward is not None else []
                 problems += [f"  task {r.task_id} ({r.task.id}): {f}" for f in failures[:5]]
             if not show_all and reward == 1.0 and len(results) > 20:
@@ -86,12 +94,13 @@ def verify_tau3(
         summary = f"{env}: {ok}/{len(results)} tasks score 1.0"
         if known:
             summary += f", {known} fail in the original too (known issues)"
-        verdict = "[green]OK[/green]" if not bad else f"[red]{bad} FAILED[/red]"
+        verdict = styled("OK", "green") if not bad else styled(f"{bad} FAILED", "red")
         console.print(
-            f"{summary} (judge {domain.judge_name}; {elapsed:.2f} s) {verdict}", soft_wrap=True
+            Text.assemble(f"{summary} (judge {domain.judge_name}; {elapsed:.2f} s) ", verdict),
+            soft_wrap=True,
         )
         for line in problems[:20]:
-            console.print(line, markup=False)
+            console.print(line)
         bad_total += bad
     return 1 if bad_total else 0
 

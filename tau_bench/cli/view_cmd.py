@@ -116,8 +116,7 @@ def view(
     ] = None,
 ) -> None:
     """Browse a run: episodes with outcome and failure reason, one expanded in full."""
-    from rich.console import Console
-
+    from tau_bench import terminal
     from tau_bench.analysis.loading import ResultsLoadError, load_run
 
     filters = Filters(failed, errored, parse_tasks(task or []), trial)
@@ -125,7 +124,7 @@ def view(
         run = load_run(results)
     except (ResultsLoadError, OSError) as exc:
         fail(str(exc))
-    console = Console(highlight=False)
+    console = terminal.console(highlight=False)
     if interactive is None:
         interactive = sys.stdin.isatty() and sys.stdout.isatty()
     shown = _show(console, run, filters, expand, system)
@@ -145,7 +144,6 @@ def _show(
     if not chosen:
         console.print(
             f"{run.label}: no episode matches ({filters.describe()}) among {len(run.records)}",
-            markup=False,
         )
         return []
     title = f"{run.label} · {run.agent} · {len(chosen)} of {len(run.records)} episodes"
@@ -185,7 +183,7 @@ def _browse(console: Console, run: Run, filters: Filters, system: bool) -> None:
             try:
                 current = replace(current, tasks=tuple(expand_task_ids(answer[2:])))
             except ValueError as exc:
-                console.print(f"not a task id: {exc}", markup=False)
+                console.print(f"not a task id: {exc}")
                 continue
         else:
             console.print(f"? {answer!r}: a number from 1 to {len(chosen)}, f, e, a, t ID or q")
@@ -194,4 +192,4 @@ def _browse(console: Console, run: Run, filters: Filters, system: bool) -> None:
         if shown:
             console.print(episode_table(shown, f"{run.label} ({current.describe()})"))
         else:
-            console.print(f"no episode matches ({current.describe()})", markup=False)
+            console.print(f"no episode matches ({current.describe()})")

@@ -36,7 +36,6 @@ class Progress:
         self._task: Any = None
         if not enabled:
             return
-        from rich.console import Console
         from rich.progress import (
             BarColumn,
             DownloadColumn,
@@ -46,13 +45,15 @@ class Progress:
             TransferSpeedColumn,
         )
 
+        from tau_bench import terminal
+
         self._progress = Progress(
-            TextColumn("[bold]{task.description}"),
+            TextColumn("{task.description}", style="bold", markup=False),
             BarColumn(),
             DownloadColumn(),
             TransferSpeedColumn(),
             TimeRemainingColumn(),
-            console=Console(stderr=True),
+            console=terminal.console(stderr=True),
         )
         self._task = self._progress.add_task(label, total=total)
 

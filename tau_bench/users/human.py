@@ -17,6 +17,7 @@ from rich.panel import Panel
 from rich.text import Text
 
 from tau_adapters.protocol import STOP_TOKEN, Usage
+from tau_bench import terminal
 from tau_bench.users.prompts import GREETING
 
 STOP_WORDS = frozenset({"/stop", "/quit", "/exit", STOP_TOKEN.lower()})
@@ -36,7 +37,7 @@ class HumanUser:
         console: Console | None = None,
         input_fn: Callable[[str], str] | None = None,
     ) -> None:
-        self.console = console or Console()
+        self.console = console or terminal.console()
         self._input = input_fn or input
         self._usage = Usage()
         self.turns = 0
@@ -48,7 +49,7 @@ class HumanUser:
     async def start(self, instruction: str) -> str:
         self.turns = 0
         self.console.print(Panel(Text(instruction), title="Your task as the customer"))
-        self.console.print("[dim]Type /stop to end the conversation.[/dim]")
+        self.console.print("Type /stop to end the conversation.", style="dim")
         return await self.reply(GREETING)
 
     async def reply(self, agent_message: str) -> str:

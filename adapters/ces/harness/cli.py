@@ -62,7 +62,7 @@ def emulate(
         True, "--auto-apps/--empty", help="Apps exist on first use with the domain's tools."
     ),
     fail_spec: list[str] = typer.Option(
-        [], "--fail", help="Inject faults CODE[:COUNT][@RETRY_DELAY], e.g. unavailable:2."
+        [], "--fail", help="Inject faults CODE[:COUNT]\\[@RETRY_DELAY], e.g. unavailable:2."
     ),
     data_dir: Path | None = typer.Option(None, "--data-dir", help="τ-bench data directory."),
 ) -> None:

@@ -77,7 +77,7 @@ def emulate(
         True, "--preload-tools/--no-preload-tools", help="Give new agents the domain's tools."
     ),
     fail_spec: list[str] = typer.Option(
-        [], "--fail", help="Inject faults: CODE[:COUNT][@RETRY_DELAY], e.g. unavailable:2."
+        [], "--fail", help="Inject faults: CODE[:COUNT]\\[@RETRY_DELAY], e.g. unavailable:2."
     ),
     data_dir: Path | None = typer.Option(None, "--data-dir", help="τ-bench data directory."),
 ) -> None:

@@ -12,9 +12,9 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from rich.console import Console
 from typer.testing import CliRunner, Result
 
+from tau_bench import terminal
 from tau_bench.analysis.analyze import failed_records
 from tau_bench.analysis.compare import ComparisonError, UnknownBaseline, compare_runs
 from tau_bench.analysis.loading import load_run
@@ -48,7 +48,7 @@ def invoke(*args: str | Path) -> Result:
 
 
 def _text(table: Any) -> str:
-    console = Console(width=250, record=True)
+    console = terminal.console(width=250, record=True)
     console.print(table)
     return console.export_text()
 

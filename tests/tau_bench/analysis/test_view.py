@@ -152,3 +152,37 @@ def test_reason_lines() -> None:
     )
     assert failure_reason(missed) == "outputs not said: 327; cut off at max steps"
     assert failure_reason(EpisodeRecord(task_id=1, trial=0, reward=1.0)) == ""
+
+
+TELECOM_ID = "[mobile_data_issue]user_abroad_roaming_enabled_off[PERSONA:None]"
+
+
+@pytest.fixture(scope="module")
+def bracketed(runs: Runs, tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The sloppy log with a run name that reads like a rich closing tag, task 0 renamed
+    to a τ³ telecom id, and a bot message that reads like markup."""
+    out = []
+    for line in runs.sloppy.read_text().splitlines():
+        episode = json.loads(line)
+        if "run_name" in episode:
+            episode["run_name"] = "[/red]run"
+        if episode.get("task_id") == 0:
+            episode["task_id"] = TELECOM_ID  # as in an original τ³ results file
+        if episode.get("task_id") == 2:
+            episode["messages"].append({"role": "assistant", "content": "[/bold] [red]hi[/red]"})
+        out.append(json.dumps(episode))
+    path = tmp_path_factory.mktemp("view") / "bracketed.jsonl"
+    path.write_text("\n".join(out) + "\n")
+    return path
+
+
+def test_text_that_looks_like_rich_markup_is_printed_as_it_is(bracketed: Path) -> None:
+    """Task ids, labels and agents' words are data: none is taken for a style or a tag."""
+    listed = _tau(bracketed)
+    assert listed.returncode == 0, listed.stderr
+    assert "[/red]run" in listed.stdout and TELECOM_ID in listed.stdout
+    opened = _tau(bracketed, "--task", "2", "--trial", "0")
+    assert opened.returncode == 0, opened.stderr
+    assert "[/bold] [red]hi[/red]" in opened.stdout
+    typed = _drive([str(bracketed)], b"[/x]\nq\n")
+    assert "? '[/x]': a number from 1 to 10" in typed

@@ -50,6 +50,19 @@ def test_verify_airline_test_split(data_root: Path) -> None:
     assert "tau3/airline: 20/20 tasks score 1.0" in done.stdout
 
 
+def test_verify_prints_telecom_ids_as_they_are(data_root: Path, tmp_path: Path) -> None:
+    """Telecom ids open with "[mobile_data_issue]": a table must not take it for a style."""
+    tasks = json.loads((data_root / "data/tau2/domains/telecom/tasks_small.json").read_text())
+    (tmp_path / "two.json").write_text(json.dumps(tasks[:2]))
+    done = _tau(
+        ["tasks", "verify", "--env", "tau3/telecom", "--tasks-file", str(tmp_path / "two.json")],
+        data_root,
+    )
+    assert done.returncode == 0, done.stderr
+    for task in tasks[:2]:
+        assert task["id"].startswith("[mobile_data_issue]") and task["id"] in done.stdout
+
+
 def test_verify_unknown_split_is_one_line(data_root: Path) -> None:
     done = _tau(["tasks", "verify", "--env", "tau3/retail", "--task-split", "dev"], data_root)
     assert done.returncode != 0
