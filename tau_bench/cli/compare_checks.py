@@ -8,6 +8,7 @@ import sys
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
+from tau_adapters.jsonsafe import printable
 from tau_bench.cli.errors import fail
 
 if TYPE_CHECKING:
@@ -16,7 +17,7 @@ if TYPE_CHECKING:
 
 
 def _note(message: str) -> None:
-    print(message, file=sys.stderr, flush=True)
+    print(printable(message), file=sys.stderr, flush=True)
 
 
 def check_confounds(

@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
+from tau_adapters.jsonsafe import printable
 from tau_bench.cli.errors import fail
 
 if TYPE_CHECKING:
@@ -24,7 +25,7 @@ RESULTS_HELP = "Results files (a run's .jsonl log or τ-bench .json) or folders 
 
 
 def note(message: str) -> None:
-    print(message, file=sys.stderr, flush=True)
+    print(printable(message), file=sys.stderr, flush=True)
 
 
 def stdout_console() -> Any:

@@ -18,6 +18,8 @@ from typing import Any, NoReturn
 
 import typer
 
+from tau_adapters.jsonsafe import printable
+
 
 class UserError(Exception):
     """An error caused by the user's input or environment; shown without a traceback."""
@@ -29,7 +31,7 @@ def fail(message: str, code: int = 2) -> NoReturn:
     SystemExit, not typer.Exit: with standalone_mode=False click turns Exit into a return
     value, and CliRunner, `run_cli` and plain Python all keep SystemExit's code.
     """
-    print(f"error: {message}", file=sys.stderr, flush=True)
+    print(f"error: {printable(message)}", file=sys.stderr, flush=True)
     raise SystemExit(code)
 
 
@@ -85,7 +87,7 @@ def handle_error(exc: BaseException) -> int | None:
         print("aborted", file=sys.stderr)
         return 1
     if isinstance(exc, _user_error_types()):
-        print(f"error: {exc}", file=sys.stderr)
+        print(f"error: {printable(str(exc))}", file=sys.stderr)
         return 2
     return None
 

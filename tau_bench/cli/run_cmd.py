@@ -11,6 +11,7 @@ from typing import Any, NoReturn
 
 import typer
 
+from tau_adapters.jsonsafe import printable
 from tau_bench.cli.run_flags import _flags, with_underscore_aliases
 from tau_bench.cli.run_layers import config_from_context
 from tau_bench.cli.run_progress import error_examples, make_progress, render_summary
@@ -36,7 +37,7 @@ CONTEXT_SETTINGS = {"allow_interspersed_args": True, "ignore_unknown_options": T
 def fail(message: str, code: int = 2) -> NoReturn:
     """One line on stderr and exit `code`. SystemExit, not typer.Exit: with
     standalone_mode=False click turns Exit into a return value and the code is lost."""
-    print(f"error: {message}", file=sys.stderr)
+    print(f"error: {printable(message)}", file=sys.stderr)
     raise SystemExit(code)
 
 
@@ -47,8 +48,9 @@ def _resume_command(plan: Any) -> str:
 
 
 def _note(message: str) -> None:
-    """A status line on stderr, never wrapped (scripts grep these)."""
-    print(message, file=sys.stderr, flush=True)
+    """A status line on stderr, never wrapped (scripts grep these); an episode's error
+    in it (a bot's words) is shown, never obeyed by the terminal."""
+    print(printable(message), file=sys.stderr, flush=True)
 
 
 def _execute(cfg: RunConfig) -> None:

@@ -10,13 +10,14 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from tau_adapters.jsonsafe import printable
 from tau_bench.cli.errors import fail
 
 __all__ = ["export_tau2", "rescore_tau2"]
 
 
 def _note(message: str) -> None:
-    print(message, file=sys.stderr, flush=True)
+    print(printable(message), file=sys.stderr, flush=True)
 
 
 def _tau3_domain(env: str, data_dir: str | None) -> Any:

@@ -53,7 +53,7 @@ def episode_table(records: Sequence[EpisodeRecord], title: str) -> Table:
             _reward(r),
             str(r.steps),
             f"{r.duration:.1f}s" if r.duration else "-",
-            Text(failure_reason(r)),
+            failure_reason(r),
         )
     return table
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 import ast
 import io
 import os
+import re
 import subprocess
 import sys
 from collections.abc import Iterator
@@ -14,6 +15,7 @@ from typing import Any
 import typer
 from rich.markup import render
 from rich.table import Table
+from rich.text import Text
 
 from tau_bench import terminal
 from tau_bench.cli.app import app
@@ -94,3 +96,27 @@ def test_consoles_are_made_only_by_terminal() -> None:
             ) or (isinstance(node, ast.ImportFrom) and node.module == "rich.markup"):
                 offenders.append(f"{module.relative_to(ROOT)}:{node.lineno}")
     assert not offenders, offenders
+
+
+def test_a_console_shows_control_characters_instead_of_obeying_them() -> None:
+    """On a real terminal too: the only escape sequences written are the styles' own."""
+    screen = io.StringIO()
+    console = terminal.console(file=screen, force_terminal=True, width=80)
+    table = Table()
+    table.add_column("said")
+    table.add_row("a\x1b[2Jb")
+    table.add_row(terminal.styled("c\x9b31md\u202ee", "red"))
+    console.print(table)
+    console.print(Text.assemble(("agent: ", "bold"), "\x1b]52;c;aGk=\x07x\x00y"))
+    console.print("plain\x1b[H\x7f")
+    out = screen.getvalue()
+    assert re.sub(r"\x1b\[[0-9;]*m", "", out).count("\x1b") == 0
+    for shown in ("a␛[2Jb", "c�31md�e", "agent: ␛]52;c;aGk=x␀y", "plain␛[H␡"):
+        assert shown in re.sub(r"\x1b\[[0-9;]*m", "", out)
+
+
+def test_displayable_keeps_the_length_newlines_and_tabs() -> None:
+    text = "a\tb\nc\x1b\x00\x7f\x85\u2028\u202e\u2066"
+    shown = terminal.displayable(text)
+    assert len(shown) == len(text) and shown.startswith("a\tb\nc")
+    assert shown[5:] == "␛␀␡" + "\ufffd" * 4

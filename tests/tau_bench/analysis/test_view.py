@@ -94,8 +94,9 @@ def test_nothing_matches_and_bad_input(runs: Runs, tmp_path: Path) -> None:
     bad = _tau(runs.oracle, "--task", "4-1")
     assert bad.returncode == 2
     assert bad.stderr.splitlines() == ["error: --task: task range '4-1' ends before it starts"]
-    missing = _tau(tmp_path / "nope.jsonl")
+    missing = _tau(tmp_path / "nope\x1b[2J.jsonl")
     assert missing.returncode == 2 and missing.stderr.startswith("error: no such results file")
+    assert "nope\\x1b[2J.jsonl" in missing.stderr  # a file name is shown, never obeyed
     assert "Traceback" not in missing.stderr + bad.stderr
 
 
@@ -160,7 +161,8 @@ TELECOM_ID = "[mobile_data_issue]user_abroad_roaming_enabled_off[PERSONA:None]"
 @pytest.fixture(scope="module")
 def bracketed(runs: Runs, tmp_path_factory: pytest.TempPathFactory) -> Path:
     """The sloppy log with a run name that reads like a rich closing tag, task 0 renamed
-    to a τ³ telecom id, and a bot message that reads like markup."""
+    to a τ³ telecom id, and a bot message that reads like markup and holds escape
+    sequences (clear the screen, write the clipboard)."""
     out = []
     for line in runs.sloppy.read_text().splitlines():
         episode = json.loads(line)
@@ -169,7 +171,8 @@ def bracketed(runs: Runs, tmp_path_factory: pytest.TempPathFactory) -> Path:
         if episode.get("task_id") == 0:
             episode["task_id"] = TELECOM_ID  # as in an original τ³ results file
         if episode.get("task_id") == 2:
-            episode["messages"].append({"role": "assistant", "content": "[/bold] [red]hi[/red]"})
+            said = "[/bold] [red]hi[/red] \x1b[2J\x1b]52;c;aGk=\x07 \x9b31m"
+            episode["messages"].append({"role": "assistant", "content": said})
         out.append(json.dumps(episode))
     path = tmp_path_factory.mktemp("view") / "bracketed.jsonl"
     path.write_text("\n".join(out) + "\n")
@@ -177,12 +180,14 @@ def bracketed(runs: Runs, tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 
 def test_text_that_looks_like_rich_markup_is_printed_as_it_is(bracketed: Path) -> None:
-    """Task ids, labels and agents' words are data: none is taken for a style or a tag."""
+    """Task ids, labels and agents' words are data: none is taken for a style or a tag,
+    and the terminal is shown their control characters, never made to obey them."""
     listed = _tau(bracketed)
     assert listed.returncode == 0, listed.stderr
     assert "[/red]run" in listed.stdout and TELECOM_ID in listed.stdout
     opened = _tau(bracketed, "--task", "2", "--trial", "0")
     assert opened.returncode == 0, opened.stderr
-    assert "[/bold] [red]hi[/red]" in opened.stdout
+    assert "[/bold] [red]hi[/red] ␛[2J␛]52;c;aGk= �31m" in opened.stdout
+    assert not any(c in listed.stdout + opened.stdout for c in "\x1b\x07\x9b")
     typed = _drive([str(bracketed)], b"[/x]\nq\n")
     assert "? '[/x]': a number from 1 to 10" in typed

@@ -98,3 +98,14 @@ async def test_input_fn_option() -> None:
     user = build_user("human", input_fn=reader, console=Console(file=io.StringIO()))
     assert await user.start("x") == "typed"
     assert seen == ["you: "]
+
+
+async def test_an_agents_escape_sequences_are_shown_not_obeyed(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The person's terminal is not the agent's: "[/x]" is not markup, ESC is not obeyed."""
+    _typing(monkeypatch, ["/stop"])
+    user = HumanUser()  # the default console, as `--user-strategy human` makes it
+    assert await user.reply("[/x] done\x1b[2J\x1b]52;c;aGk=\x07") == STOP_TOKEN
+    shown = capsys.readouterr().out
+    assert "agent: [/x] done␛[2J␛]52;c;aGk=" in shown and "\x1b" not in shown
