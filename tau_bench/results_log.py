@@ -80,15 +80,18 @@ class ResultsLog:
     """Append-only JSONL with group commit: every line is fsynced before `aclose` returns.
 
     Episodes finishing together share one fsync (a write+fsync runs in a thread while
-    the event loop keeps serving the other episodes).
+    the event loop keeps serving the other episodes). A line leaves the queue only in
+    the thread that writes it: Ctrl-C cancels the flusher, and a write it had handed to a
+    thread that never started is then done by `aclose` instead of being lost.
     """
 
     def __init__(self, path: Path) -> None:
         self.path = path
         self._fh = path.open("ab")
         self._pending: list[bytes] = []
+        self._queue_lock = threading.Lock()  # held for a list operation only
         self._flusher: asyncio.Task[None] | None = None
-        self._lock = threading.Lock()
+        self._lock = threading.Lock()  # held while writing: one writer at a time
         self.written = 0
 
     @classmethod
@@ -118,18 +121,29 @@ class ResultsLog:
             self._fh.flush()
             os.fsync(self._fh.fileno())
 
+    def _write_pending(self) -> None:
+        """Take every queued line and write it (in whichever thread runs this)."""
+        with self._lock:
+            with self._queue_lock:
+                batch, self._pending = self._pending, []
+            if batch:
+                self._fh.write(b"".join(batch))
+                self._fh.flush()
+                os.fsync(self._fh.fileno())
+                self.written += len(batch)
+
     def append(self, record: EpisodeRecord, line: bytes | None = None) -> None:
         """Queue a record (or its `line`, already encoded by `encode_record`); it is
         written and fsynced promptly in the background."""
-        self._pending.append(line if line is not None else encode_record(record))
+        encoded = line if line is not None else encode_record(record)
+        with self._queue_lock:
+            self._pending.append(encoded)
         if self._flusher is None or self._flusher.done():
             self._flusher = asyncio.get_running_loop().create_task(self._flush_loop())
 
     async def _flush_loop(self) -> None:
         while self._pending:
-            batch, self._pending = self._pending, []
-            await asyncio.to_thread(self._write_now, batch)
-            self.written += len(batch)
+            await asyncio.to_thread(self._write_pending)
 
     async def aclose(self) -> None:
         """Wait until everything queued is on disk, then close the file."""
@@ -139,8 +153,5 @@ class ResultsLog:
             exc = self._flusher.exception()
             if exc is not None:
                 raise exc
-        if self._pending:
-            self._write_now(self._pending)
-            self.written += len(self._pending)
-            self._pending = []
+        self._write_pending()  # after a write still running in a thread, if any
         self._fh.close()

@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+import asyncio
 import json
 import re
+import threading
+from concurrent.futures import ThreadPoolExecutor
 from datetime import datetime
 
 import pytest
@@ -129,6 +132,32 @@ async def test_partial_last_line_is_ignored_then_truncated_on_reopen(tmp_path):
     await log.aclose()
     contents = read_log(path)
     assert sorted(contents.records) == [(0, 0), (1, 0)] and contents.bad_lines == 0
+
+
+async def test_a_cancelled_flush_loses_no_record(tmp_path):
+    """Ctrl-C (or a crash) cancels every task, the log's flusher too: a batch it had
+    handed to a thread that had not started yet must still reach the file, once."""
+    path = tmp_path / "run.jsonl"
+    loop = asyncio.get_running_loop()
+    pool = ThreadPoolExecutor(max_workers=1)
+    loop.set_default_executor(pool)
+    release = threading.Event()
+    blocker = loop.run_in_executor(None, release.wait, 30)  # the pool's one thread, busy
+    log = ResultsLog.create(path, {"run_name": "run"})
+    log.append(_record(task_id=0, trial=0))
+    log.append(_record(task_id=1, trial=0))
+    flusher = log._flusher
+    assert flusher is not None
+    await asyncio.sleep(0)  # one loop step: the flusher queues its write behind the blocker
+    flusher.cancel()
+    await asyncio.gather(flusher, return_exceptions=True)  # cancelled before it started
+    release.set()
+    await blocker
+    log.append(_record(task_id=2, trial=0))
+    await log.aclose()
+    lines = path.read_text().splitlines()
+    assert sorted(read_log(path).records) == [(0, 0), (1, 0), (2, 0)]
+    assert len(lines) == 4 and log.written == 3
 
 
 def test_create_never_overwrites(tmp_path):
