@@ -112,7 +112,7 @@ def run_level(
         before, server_cpu0 = server.stats(), server.cpu_seconds()
         busy = BusyCores()
         with CPUTimeline(server.proc.pid) as timeline:
-            parts = [measure(setup, stack, concurrency, episodes)]
+            parts = [measure(setup, stack, concurrency, episodes, timeline.sample)]
         busy_cores = busy.cores()
         wall = parts[0]["wall_s"]
     else:

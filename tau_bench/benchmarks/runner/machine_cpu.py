@@ -99,8 +99,9 @@ class CPUTimeline:
     its end (the results files), which the steady throughput leaves out.
 
     The sampler's own CPU is not the driver's (its thread's time is taken off). A
-    process that ends keeps the CPU it had last been seen with. A context manager:
-    samples from entry to exit, both ends included."""
+    process that ends keeps the CPU it had last been seen with, so a run samples once
+    more when its last episode is stored (`measure.Completions`), before Ray's workers
+    exit. A context manager: samples from entry to exit, both ends included."""
 
     def __init__(self, server_pid: int, interval: float = 0.5) -> None:
         import psutil
@@ -116,6 +117,7 @@ class CPUTimeline:
         self.totals: list[dict[str, float]] = []
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._loop, daemon=True)
+        self._lock = threading.Lock()  # `sample` runs in the sampler and in the run
 
     def __enter__(self) -> CPUTimeline:
         self.sample()
@@ -135,6 +137,10 @@ class CPUTimeline:
         """Record the totals now: each process's CPU since it was last seen goes to
         the kind its title says now (a pooled Ray process may change title), so no
         total ever falls."""
+        with self._lock:
+            self._sample()
+
+    def _sample(self) -> None:
         first = not self.totals
         for proc in self._me.children(recursive=True):
             kind = "server" if proc.pid == self._server_pid else None

@@ -51,18 +51,27 @@ class PeakRSS:
 class Completions:
     """The driver-side time (`time.perf_counter`, comparable across processes) at which
     each episode of a run was stored, around the run's own observer if any: the steady
-    state's throughput is read from them (`levels.steady_rate`), without start-up."""
+    state's throughput is read from them (`levels.steady_rate`), without start-up.
 
-    def __init__(self, inner: Any = None) -> None:
+    `at_last_episode` runs when the last planned episode is stored, while Ray's workers
+    still live: a CPU sample then still sees them (they are gone by the run's end)."""
+
+    def __init__(self, inner: Any = None, at_last_episode: Callable[[], Any] | None = None) -> None:
         self.inner = inner
         self.times: list[float] = []
+        self._at_last = at_last_episode
+        self._left = 0
 
     def started(self, total: int, done: list[Any]) -> None:
+        self._left = total - len(done)
         if self.inner is not None:
             self.inner.started(total, done)
 
     def episode_done(self, record: Any) -> None:
         self.times.append(time.perf_counter())
+        self._left -= 1
+        if self._left == 0 and self._at_last is not None:
+            self._at_last()
         if self.inner is not None:
             self.inner.episode_done(record)
 
@@ -119,8 +128,15 @@ class Setup:
     backend: Literal["local", "ray"] = "local"  # "ray": `tau run --backend ray` (not raw)
 
 
-def measure(setup: Setup, stack: str, concurrency: int, episodes: int) -> dict[str, Any]:
-    """Run `episodes` episodes at `concurrency` in this process; wall, CPU and memory."""
+def measure(
+    setup: Setup,
+    stack: str,
+    concurrency: int,
+    episodes: int,
+    at_last_episode: Callable[[], Any] | None = None,
+) -> dict[str, Any]:
+    """Run `episodes` episodes at `concurrency` in this process; wall, CPU and memory.
+    `at_last_episode`: see `Completions`."""
     from tau_bench.config import RunConfig
     from tau_bench.llm import aclose_clients, client_counts
     from tau_bench.runner import Runner, prepare_run
@@ -147,7 +163,9 @@ def measure(setup: Setup, stack: str, concurrency: int, episodes: int) -> dict[s
         quiet=True,
     )
     plan = prepare_run(config)
-    observer = Completions(setup.progress() if setup.progress is not None else None)
+    observer = Completions(
+        setup.progress() if setup.progress is not None else None, at_last_episode
+    )
     clients: dict[str, int] = {}
     workers: list[dict[str, Any]] = []
 

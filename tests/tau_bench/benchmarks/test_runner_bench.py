@@ -22,7 +22,7 @@ from tau_bench.benchmarks.runner.levels import (
     steady_rate,
 )
 from tau_bench.benchmarks.runner.machine_cpu import KINDS, CPUTimeline
-from tau_bench.benchmarks.runner.measure import tasks_file
+from tau_bench.benchmarks.runner.measure import Completions, tasks_file
 from tau_bench.llm import llm_path
 
 from ...conftest import DATA_DIR
@@ -261,3 +261,14 @@ def test_the_benchmarks_never_import_the_cli() -> None:
             )
             offenders += [f"{path.name}: {n}" for n in names if n.startswith("tau_bench.cli")]
     assert offenders == []
+
+
+def test_completions_sample_once_when_the_last_planned_episode_is_stored() -> None:
+    """Ray's workers exit with the run: the CPU sample that still sees them is the one
+    taken as the last episode is stored (a resumed run counts the episodes it had)."""
+    samples: list[int] = []
+    done = Completions(at_last_episode=lambda: samples.append(len(done.times)))
+    done.started(5, ["resumed", "resumed"])
+    for _ in range(3):
+        done.episode_done(object())
+    assert samples == [3] and len(done.times) == 3
