@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import hmac
+import logging
 import socket
 import threading
 from collections.abc import Callable
@@ -118,10 +119,28 @@ class RequireCredential:
         await response(scope, receive, send)
 
 
+# a2a-sdk 1.3.0 closes a finished task's event queue twice (the consumer on the task's
+# final state, then the producer on its way out) and the second close logs this warning:
+# once per episode, ~180 identical lines in `make demo`, about nothing that went wrong.
+SDK_DOUBLE_CLOSE = "Dispatcher task is not running. Cannot wait for event dispatch."
+
+
+class _DropDoubleCloseWarning(logging.Filter):
+    def filter(self, record: logging.LogRecord) -> bool:
+        return record.getMessage() != SDK_DOUBLE_CLOSE
+
+
+def _quiet_double_close() -> None:
+    sdk = logging.getLogger("a2a.server.events.event_queue_v2")
+    if not any(isinstance(f, _DropDoubleCloseWarning) for f in sdk.filters):
+        sdk.addFilter(_DropDoubleCloseWarning())
+
+
 def a2a_app(
     executor: AgentExecutor, card: AgentCard, *, auth: Auth = None, secret: str | None = None
 ) -> ASGIApp:
     """Card route + JSON-RPC endpoint at `/`, behind a credential check when `auth` is set."""
+    _quiet_double_close()
     handler = DefaultRequestHandler(
         agent_executor=executor, task_store=InMemoryTaskStore(), agent_card=card
     )

@@ -8,7 +8,9 @@ the first message's metadata.
 from __future__ import annotations
 
 import asyncio
+import logging
 import time
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -112,3 +114,31 @@ async def test_non_streaming_agent(serve: Any) -> None:
 def test_server_reports_its_real_port() -> None:
     with LoopbackServer(reference_app) as server:
         assert not server.url.endswith(":0")
+
+
+async def test_the_sdks_double_close_warning_is_not_printed(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    """a2a-sdk 1.3.0 closes a finished task's event queue twice and warns on the second
+    close, once per episode of a run: ~180 identical lines in `make demo`'s output about
+    nothing that went wrong. The run here is `make demo`'s A2A target, three tasks."""
+    from adapters.a2a.harness.demo import demo
+    from tau_bench.config import RunConfig
+    from tau_bench.runner import run
+
+    with caplog.at_level(logging.WARNING):
+        async with demo.serve(tmp_path) as options:
+            config = RunConfig(
+                env="airline",
+                agent_strategy="a2a",
+                user_strategy="scripted",
+                task_ids=[0, 1, 2],
+                max_concurrency=3,
+                log_dir=str(tmp_path),
+                data_dir=str(DATA_DIR),
+                agent_options=options,
+                quiet=True,
+            )
+            outcome = await run(config)
+    assert outcome.summary["episodes_done"] == 3 and outcome.summary["avg_reward"] == 1.0
+    assert [r.getMessage() for r in caplog.records if r.name.startswith("a2a.")] == []
