@@ -62,6 +62,16 @@ def loads(text: str | bytes, limit: int = MAX_DEPTH) -> Any:
     return check_depth(value, limit)
 
 
+def loads_or_text(text: str) -> Any:
+    """`text` decoded as JSON, or `text` itself when it does not decode: bad syntax, or
+    nesting beyond what Python's decoder can follow. For a model's tool-call arguments,
+    which the tool then answers with an error the model can react to."""
+    try:
+        return json.loads(text)
+    except (ValueError, RecursionError):
+        return text
+
+
 _CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f\u2028\u2029\u202a-\u202e\u2066-\u2069]")
 
 

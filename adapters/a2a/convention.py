@@ -17,6 +17,8 @@ import json
 from collections.abc import Mapping
 from typing import Any
 
+from tau_adapters import jsonsafe
+
 EXTENSION_URI = "urn:tau-adapters:a2a:client-tools:v1"
 TOOL_SCHEMAS = "tool_schemas"
 TOOL_CALL = "tool_call"
@@ -65,7 +67,9 @@ def parse_tool_call(data: Mapping[str, Any]) -> tuple[str, str, dict[str, Any]]:
         raise ConventionError(f"tool_call {name!r} without a string id")
     if isinstance(arguments, str):
         try:
-            arguments = json.loads(arguments) if arguments.strip() else {}
+            arguments = jsonsafe.loads(arguments) if arguments.strip() else {}
+        except jsonsafe.JSONDepthError as exc:
+            raise ConventionError(f"tool_call {name!r}: arguments {exc}") from None
         except ValueError:
             raise ConventionError(f"tool_call {name!r}: arguments are not JSON") from None
     if arguments is None:

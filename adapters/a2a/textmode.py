@@ -16,6 +16,8 @@ import re
 from dataclasses import dataclass, field
 from typing import Any
 
+from tau_adapters import jsonsafe
+
 RESPOND = "respond"
 USER_MESSAGE_LABEL = "User message: "
 _BLOCK = re.compile(r"<json>(.*?)</json>", re.DOTALL)
@@ -52,7 +54,7 @@ def user_text_of_first_message(text: str) -> str | None:
     if index < 0:
         return None
     try:
-        value = json.loads(text[index + len(USER_MESSAGE_LABEL) :].strip())
+        value = jsonsafe.loads(text[index + len(USER_MESSAGE_LABEL) :].strip())
     except ValueError:
         return None
     return value if isinstance(value, str) else None
@@ -80,7 +82,9 @@ def parse_reply(text: str) -> TextActions:
         return actions
     for block in blocks:
         try:
-            action = json.loads(block)
+            action = jsonsafe.loads(block)
+        except jsonsafe.JSONDepthError as exc:
+            raise TextActionError(f"<json> block: {exc}") from None
         except ValueError:
             raise TextActionError(f"<json> block is not JSON: {block.strip()[:120]!r}") from None
         if not isinstance(action, dict) or not isinstance(action.get("name"), str):

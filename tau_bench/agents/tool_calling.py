@@ -9,10 +9,10 @@ the protocol asks: the model then sees a conversation in which it never made the
 from __future__ import annotations
 
 import dataclasses
-import json
 from collections.abc import Mapping
 from typing import Any
 
+from tau_adapters import jsonsafe
 from tau_adapters.protocol import (
     AgentInput,
     AgentTurn,
@@ -47,10 +47,7 @@ def decode_arguments(text: Any) -> Any:
     then answers with an error observation the model can react to)."""
     if not isinstance(text, str):
         return text
-    try:
-        return json.loads(text) if text.strip() else {}
-    except json.JSONDecodeError:
-        return text
+    return jsonsafe.loads_or_text(text) if text.strip() else {}
 
 
 class ToolCallingAgent:

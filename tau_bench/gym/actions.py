@@ -16,9 +16,9 @@ a customer is not mistaken for a tool call unless the JSON has one of the shapes
 
 from __future__ import annotations
 
-import json
 from typing import Any
 
+from tau_adapters import jsonsafe
 from tau_adapters.protocol import ToolCall
 
 _FLAT_KEYS = frozenset({"id", "type", "name", "arguments", "kwargs"})
@@ -32,10 +32,7 @@ def _arguments(value: Any) -> Any:
     """JSON-text arguments decoded; undecodable text is passed on (the domain answers
     with an error observation, as it would to a model that sent it)."""
     if isinstance(value, str):
-        try:
-            return json.loads(value) if value.strip() else {}
-        except json.JSONDecodeError:
-            return value
+        return jsonsafe.loads_or_text(value) if value.strip() else {}
     return {} if value is None else value
 
 
@@ -97,10 +94,7 @@ def parse_action(action: Any, call_id: str) -> ToolCall | str:
     if isinstance(action, str):
         text = action.strip()
         if text.startswith("{") and text.endswith("}"):
-            try:
-                data = json.loads(text)
-            except json.JSONDecodeError:
-                return action
+            data = jsonsafe.loads_or_text(text)
             if _looks_like_call(data):
                 return _from_dict(data, call_id)
         return action

@@ -230,11 +230,13 @@ class Tau3Env:
             )
         else:
             result = self.env.get_response(call).to_message()
-        self._log.append(LoggedCall(call, result, self._agent_texts))
+        ran = isinstance(kwargs, dict)
+        self._log.append(LoggedCall(call, result, self._agent_texts, ran))
         self.errors += bool(result.error)
-        role = "user" if requestor == "user" else "assistant"
-        self.trajectory.append(Message(role=role, content=None, tool_calls=[call]))
-        self.trajectory.append(result)
+        if ran:
+            role = "user" if requestor == "user" else "assistant"
+            self.trajectory.append(Message(role=role, content=None, tool_calls=[call]))
+            self.trajectory.append(result)
         return ToolOutput(result.content or "", is_error=result.error)
 
     def user_executor(self) -> _UserExecutor:

@@ -22,11 +22,16 @@ __all__ = ["LoggedCall", "rebuild"]
 
 @dataclass(frozen=True)
 class LoggedCall:
-    """One call run on the environment, its tool message, and its place in the episode."""
+    """One call made on the environment, its tool message, and its place in the episode.
+
+    `ran` is False for a call whose arguments were not a JSON object: it was answered with
+    an error without running, so it is left out of the trajectory, whose calls the
+    evaluator replays (the original cannot hold such a call: its `ToolCall` takes a dict)."""
 
     call: ToolCall
     result: Message
     agent_texts: int
+    ran: bool = True
 
     def messages(self, call_id: str | None = None) -> tuple[Message, Message]:
         """The (call, tool) message pair the trajectory holds for it."""
@@ -70,7 +75,7 @@ def rebuild(
     logged call in its place."""
     out = list(start)
     matched = _matches(log, messages)
-    direct = sorted(set(range(len(log))) - set(matched.values()))
+    direct = sorted(i for i in set(range(len(log))) - set(matched.values()) if log[i].ran)
     pending: dict[str, Message] = {}
     texts = 0
 
@@ -90,7 +95,7 @@ def rebuild(
             calls = []
             for ci, raw in enumerate(m["tool_calls"]):
                 li = matched.get((mi, ci))
-                if li is None:
+                if li is None or not log[li].ran:
                     continue
                 call_message, tool = log[li].messages(str(raw.get("id") or log[li].call.id))
                 calls.extend(call_message.tool_calls or [])

@@ -10,10 +10,10 @@ judge problem into a pass.
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass
 from typing import Any, Protocol
 
+from tau_adapters import jsonsafe
 from tau_bench.tau3.messages import Message
 
 __all__ = ["AssumeMetJudge", "JudgeError", "NLCheck", "NLJudge", "parse_verdict", "render"]
@@ -67,7 +67,7 @@ def parse_verdict(text: str) -> list[NLCheck]:
     `JudgeError`.
     """
     try:
-        data = json.loads(text)
+        data = jsonsafe.loads(text)
         results = data["results"]
         if not isinstance(results, list):
             raise TypeError("results is not a list")

@@ -21,6 +21,7 @@ import json
 from pathlib import Path
 from typing import Any
 
+from tau_adapters import jsonsafe
 from tau_adapters.protocol import (
     AdapterConfigError,
     ToolCall,
@@ -141,10 +142,7 @@ def _decode(text: Any) -> Any:
     """Arguments as JSON; undecodable text is passed on (the tool answers with an error)."""
     if not isinstance(text, str):
         return text if text is not None else {}
-    try:
-        return json.loads(text) if text.strip() else {}
-    except json.JSONDecodeError:
-        return text
+    return jsonsafe.loads_or_text(text) if text.strip() else {}
 
 
 def build_tau3_user(**options: Any) -> UserSimulator:

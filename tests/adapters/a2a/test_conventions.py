@@ -5,6 +5,7 @@ from __future__ import annotations
 import pytest
 
 from adapters.a2a import textmode
+from adapters.a2a.convention import ConventionError, parse_tool_call
 
 TOOLS = [{"type": "function", "function": {"name": "find", "parameters": {"type": "object"}}}]
 
@@ -32,6 +33,8 @@ def test_reply_with_actions_and_plain_text() -> None:
         '<json>{"arguments": {}}</json>',
         '<json>{"name": "respond", "arguments": {}}</json>',
         '<json>{"name": "find", "arguments": [1]}</json>',
+        # nested beyond Python's recursion limit: a RecursionError, not a ValueError
+        '<json>{"name": "find", "arguments": {"a": ' + "[" * 100_000 + "]" * 100_000 + "}}</json>",
     ],
 )
 def test_bad_actions_are_rejected(bad: str) -> None:
@@ -43,3 +46,11 @@ def test_observations_round_trip() -> None:
     joined = textmode.observation_text([("a", "one\n\ntwo"), ("b", "three")])
     assert textmode.split_observations(joined, ["a", "b"]) == ["one\n\ntwo", "three"]
     assert textmode.observation_text([("a", "x")]) == "x"
+
+
+def test_a_tool_call_with_arguments_nested_too_deep_is_a_convention_error() -> None:
+    deep = '{"a": ' + "[" * 100_000 + "]" * 100_000 + "}"
+    with pytest.raises(ConventionError, match="nested deeper than"):
+        parse_tool_call({"type": "tool_call", "id": "c1", "name": "find", "arguments": deep})
+    with pytest.raises(ConventionError, match="are not JSON"):
+        parse_tool_call({"type": "tool_call", "id": "c1", "name": "find", "arguments": "{x"})

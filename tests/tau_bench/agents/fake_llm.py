@@ -19,6 +19,7 @@ import httpx
 import pytest
 import respx
 
+from tau_adapters import jsonsafe
 from tau_bench.fakes.openai_server import ChatReply, ChatRequest, completion_body, error_body
 from tau_bench.fakes.openai_server import tokens as _tokens
 from tau_bench.runner.preflight import PING_TEXT
@@ -84,10 +85,7 @@ def _text_of(content: Any) -> str:
 
 
 def _loads(text: str) -> Any:
-    try:
-        return json.loads(text or "{}")
-    except json.JSONDecodeError:
-        return text
+    return jsonsafe.loads_or_text(text or "{}")
 
 
 def _openai_request(body: dict[str, Any]) -> tuple[str, list[dict[str, Any]], list[str]]:

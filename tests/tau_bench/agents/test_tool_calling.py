@@ -117,14 +117,21 @@ async def test_max_tool_calls_per_turn_through_the_loop(fake_llm: FakeLLM, airli
     assert episode.env.actions[-1].kwargs == {"content": "I looked up 1 user(s)."}
 
 
-async def test_undecodable_arguments_reach_the_env_as_an_error(fake_llm: FakeLLM, airline) -> None:
+# Python's decoder raises RecursionError, not a ValueError, on text nested this deep.
+TOO_DEEP = '{"user_id": ' + "[" * 100_000 + "]" * 100_000 + "}"
+
+
+@pytest.mark.parametrize("arguments", ['{"user_id": ', TOO_DEEP], ids=["truncated", "too_deep"])
+async def test_undecodable_arguments_reach_the_env_as_an_error(
+    fake_llm: FakeLLM, airline, arguments: str
+) -> None:
     def brain(request: Request) -> Reply:
         if "You are playing a customer" in request.system:
             return Reply(text="###STOP###" if request.texts("assistant") else "Look me up.")
         last = request.last
         if last.get("role") == "tool":
             return Reply(text=f"The tool said: {last['content']}")
-        return Reply(tool_calls=[("get_user_details", '{"user_id": ')])
+        return Reply(tool_calls=[("get_user_details", arguments)])
 
     fake_llm.brain = brain
     adapter = build({"model": "openai/gpt-4o"}).new_adapter()
@@ -134,7 +141,7 @@ async def test_undecodable_arguments_reach_the_env_as_an_error(fake_llm: FakeLLM
     assert episode.result.error is None
     lookup = episode.env.actions[0]
     assert lookup.name == "get_user_details"
-    assert lookup.kwargs == {"__invalid_kwargs__": '{"user_id": '}
+    assert lookup.kwargs == {"__invalid_kwargs__": arguments}
     reply = episode.env.actions[1].kwargs["content"]
     assert reply.startswith("The tool said: Error:")
     assert decode_arguments("") == {}

@@ -36,9 +36,13 @@ def test_flat_call_assistant_message_and_missing_id():
     assert isinstance(as_text, ToolCall) and as_text.arguments == {"thought": "hm"}
 
 
-def test_undecodable_arguments_are_passed_on():
-    call = parse_action({"function": {"name": "think", "arguments": "{oops"}}, "c")
-    assert isinstance(call, ToolCall) and call.arguments == "{oops"
+TOO_DEEP = "[" * 100_000 + "]" * 100_000  # Python's decoder raises RecursionError here
+
+
+@pytest.mark.parametrize("arguments", ["{oops", TOO_DEEP], ids=["bad_syntax", "too_deep"])
+def test_undecodable_arguments_are_passed_on(arguments):
+    call = parse_action({"function": {"name": "think", "arguments": arguments}}, "c")
+    assert isinstance(call, ToolCall) and call.arguments == arguments
 
 
 @pytest.mark.parametrize(
@@ -48,6 +52,7 @@ def test_undecodable_arguments_are_passed_on():
         '{"name": "Mia", "zip": "12345"}',  # JSON, but not a tool call: said to the user
         "{not json}",
         "",
+        "{" + TOO_DEEP + "}",
     ],
 )
 def test_other_strings_are_messages(text):

@@ -204,6 +204,7 @@ def test_judge_failure_is_an_error_never_a_pass(data_root: Path) -> None:
         "not json",
         '{"results": 3}',
         '{"results": [{"expectedOutcome": "a", "reasoning": "r", "metExpectation": "yes"}]}',
+        '{"results": ' + "[" * 100_000 + "]" * 100_000 + "}",  # RecursionError in json
     ],
 )
 def test_unparseable_verdicts_raise(text: str) -> None:

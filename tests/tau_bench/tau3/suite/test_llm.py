@@ -121,6 +121,41 @@ async def test_tau3_agent_and_user_prompts(fake_llm: FakeLLM, prompt_root: Path)
     assert user_req.messages[0]["content"] == "Hi! How can I help you today?"
 
 
+async def test_agent_call_with_undecodable_arguments_is_refused_and_the_episode_scored(
+    fake_llm: FakeLLM, prompt_root: Path
+) -> None:
+    """The agent's model sends arguments that are not JSON, reads the error, then sends
+    the call again: the refused call never ran, so the evaluator's replay of the τ³
+    trajectory (which leaves it out) matches and the episode scores 1."""
+    domain = load_domain("tau3/mock", prompt_root)
+    good = {"user_id": "user_1", "title": "Important Meeting"}
+
+    def brain(request: Request) -> Reply:
+        if request.system.startswith("<i>"):  # the agent
+            tool_replies = [m for m in request.messages if m["role"] == "tool"]
+            if not tool_replies:
+                return Reply(tool_calls=[("create_task", '{"user_id": "user_1", ')])
+            if len(tool_replies) == 1:
+                assert tool_replies[0]["content"].startswith("Error: tool arguments must be")
+                return Reply(tool_calls=[("create_task", good)])
+            return Reply(text="Created task_2 for you.")
+        if len(request.messages) == 1:
+            return Reply(text="Please create 'Important Meeting' for user_1.")
+        return Reply(text="Thanks! ###TRANSFER###")
+
+    fake_llm.brain = brain
+    agent = build_provider(
+        "tau3-llm", {"model": "openai/gpt-4.1", "data_dir": str(prompt_root)}
+    ).new_adapter()
+    user = build_user("tau3", model="openai/gpt-4.1", data_dir=str(prompt_root))
+    episode = await run_task(domain, domain.tasks()[0], 0, agent, user)
+
+    assert episode.result.error is None, str(episode.result.error)[:300]
+    assert episode.reward is not None and episode.reward.reward == 1.0
+    calls = [c for m in episode.result.messages for c in m.get("tool_calls") or []]
+    assert [c["function"]["name"] for c in calls] == ["create_task", "create_task"]
+
+
 def test_agent_without_pulled_prompts_says_to_pull(data_root: Path) -> None:
     from tau_adapters.protocol import AdapterConfigError
 

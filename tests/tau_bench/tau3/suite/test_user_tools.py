@@ -174,3 +174,43 @@ def test_tau_run_telecom_with_the_llm_user_records_both_sides(
         }
         assert ("user", "user") in sides
         assert all(m.get("requestor") for m in r["messages"] if m["role"] == "tool")
+
+
+@pytest.mark.parametrize(
+    "arguments",
+    ['{"x": ', '{"x": ' + "[" * 100_000 + "]" * 100_000 + "}"],
+    ids=["truncated", "nested_beyond_the_recursion_limit"],
+)
+async def test_a_user_call_with_undecodable_arguments_gets_an_error_and_is_scored(
+    fake_user_model: tuple[FakeLLM, str], prompt_root: Path, arguments: str
+) -> None:
+    """Undecodable arguments (bad syntax, or nesting that makes `json.loads` raise
+    RecursionError, not a ValueError) reach the phone as text: the call is answered with
+    an error without running, the user goes on, and the episode is scored. The call is
+    in the record but not in the τ³ trajectory, whose calls the evaluator replays."""
+    fake_llm, api_base = fake_user_model
+
+    def brain(request: Request) -> Reply:
+        """`phone_user`, but its first call goes out with `arguments` and is then retried."""
+        last_agent = max(i for i, m in enumerate(request.messages) if m["role"] == "user")
+        asked = ASKED.findall(request.messages[last_agent]["content"])
+        if not asked:
+            return Reply(text=COMPLAINT)
+        plan = [(asked[0], arguments), *((name, {}) for name in asked)]
+        done = sum(
+            len(m.get("tool_calls") or [])
+            for m in request.messages[last_agent + 1 :]
+            if m["role"] == "assistant"
+        )
+        return Reply(tool_calls=[plan[done]]) if done < len(plan) else Reply(text=DONE)
+
+    fake_llm.brain = brain
+    domain: Any = load_domain("tau3/telecom", prompt_root)
+    user = tau3_user(prompt_root, api_base)
+    episode = await run_task(domain, domain.tasks()[0], 0, Recording(), user)
+
+    assert episode.result.error is None, str(episode.result.error)[:300]
+    tool_messages = [m for m in episode.result.messages if m["role"] == "tool"]
+    assert tool_messages[0]["content"].startswith("Error: tool arguments must be a JSON object")
+    assert len(tool_messages) == 3  # the refused call, then the two the task needs
+    assert episode.reward is not None and episode.reward.reward == 1.0
