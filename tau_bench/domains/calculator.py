@@ -23,9 +23,16 @@ Reproduced upstream behaviour (spec quirk Q19: parser messages are those of CPyt
   `invalid syntax (<string>, line 0)`);
 - `7//2` → `3.0`, `2.675` → `2.67` (binary rounding), `99999999999999999*99` → `9.9e+18`.
 
-Deliberate difference: an integer power whose result would exceed `_MAX_POW_BITS` bits
-(e.g. `9**9**9`) raises `OverflowError("exponent too large")` instead of running for minutes
-as upstream would.
+Deliberate differences, so that no expression can hold the event loop (and with it every
+episode's deadline) for more than a moment; upstream would compute for minutes or forever:
+- an integer power or product whose result would exceed `MAX_INT_BITS` bits (`9**9**9`,
+  `2**99999*2**99999`) raises `OverflowError("exponent too large")` /
+  `OverflowError("integer too large")`. Upstream's `float()` of any integer above 1024 bits
+  fails anyway, so only such an intermediate value's error text differs;
+- an expression whose integer results add up to more than `MAX_TOTAL_BITS` bits raises
+  `OverflowError("expression too costly")`, and one longer than `MAX_LENGTH` characters
+  `ValueError("expression too long")`.
+`calculate` in the τ³ domains evaluates with the same walker (`arithmetic`).
 """
 
 from __future__ import annotations
@@ -38,7 +45,12 @@ from typing import Any
 ALLOWED_CHARACTERS = "0123456789+-*/(). "
 INVALID_CHARACTERS = "Error: invalid characters in expression"
 
-_MAX_POW_BITS = 4_000_000
+MAX_INT_BITS = 100_000
+"""Largest integer a power or product may produce: ~30,000 decimal digits, a millisecond."""
+MAX_TOTAL_BITS = 10_000_000
+"""Integer bits an expression may produce in all: a fraction of a second of arithmetic."""
+MAX_LENGTH = 10_000
+"""Longest expression evaluated (an agent's arithmetic is a line, not a file)."""
 
 _BINARY: dict[type[ast.operator], Callable[[Any, Any], Any]] = {
     ast.Add: operator.add,
@@ -59,73 +71,109 @@ class UnsupportedExpressionError(ValueError):
     """A syntax node the character whitelist should never let through."""
 
 
+class _Budget:
+    """The integer bits an evaluation has produced so far."""
+
+    def __init__(self) -> None:
+        self.bits = 0
+
+    def spend(self, value: Any) -> Any:
+        if type(value) is int:
+            self.bits += value.bit_length()
+            if self.bits > MAX_TOTAL_BITS:
+                raise OverflowError("expression too costly")
+        return value
+
+
 def _power(base: Any, exponent: Any) -> Any:
     if (
         type(base) is int
         and type(exponent) is int
         and exponent > 0
         and abs(base) > 1
-        and (abs(base).bit_length() - 1) * exponent > _MAX_POW_BITS
+        and (abs(base).bit_length() - 1) * exponent > MAX_INT_BITS
     ):
         raise OverflowError("exponent too large")
     return operator.pow(base, exponent)
+
+
+def _multiply(left: Any, right: Any) -> Any:
+    if (
+        type(left) is int
+        and type(right) is int
+        and left.bit_length() + right.bit_length() > MAX_INT_BITS + 1
+    ):
+        raise OverflowError("integer too large")
+    return operator.mul(left, right)
 
 
 def _not_callable(value: Any) -> TypeError:
     return TypeError(f"'{type(value).__name__}' object is not callable")
 
 
-def _call(node: ast.Call) -> Any:
+def _call(node: ast.Call, budget: _Budget) -> Any:
     """A call: every reachable value is non-callable, so this always raises.
 
     Without commas a call has at most one argument. CPython 3.11 evaluates the callee, then
     the argument; a `**` argument is checked for being a mapping as soon as it is evaluated,
     a lone `*` argument for being iterable just before the call.
     """
-    func = _evaluate(node.func)
+    func = _evaluate(node.func, budget)
     for kw in node.keywords:
-        value = _evaluate(kw.value)
+        value = _evaluate(kw.value, budget)
         raise TypeError(f"{func!s} argument after ** must be a mapping, not {type(value).__name__}")
     for arg in node.args:
         if isinstance(arg, ast.Starred):
-            value = _evaluate(arg.value)
+            value = _evaluate(arg.value, budget)
             if not isinstance(value, tuple):
                 raise TypeError(
                     f"{func!s} argument after * must be an iterable, not {type(value).__name__}"
                 )
         else:
-            _evaluate(arg)
+            _evaluate(arg, budget)
     raise _not_callable(func)
 
 
-def _evaluate(node: ast.AST) -> Any:
+def _evaluate(node: ast.AST, budget: _Budget) -> Any:
     if isinstance(node, ast.Expression):
-        return _evaluate(node.body)
+        return _evaluate(node.body, budget)
     if isinstance(node, ast.Constant):
         value = node.value
         if value is Ellipsis or type(value) in (int, float):
             return value
         raise UnsupportedExpressionError(f"unsupported constant {value!r}")
     if isinstance(node, ast.BinOp):
-        left = _evaluate(node.left)
-        right = _evaluate(node.right)
+        left = _evaluate(node.left, budget)
+        right = _evaluate(node.right, budget)
         if isinstance(node.op, ast.Pow):
-            return _power(left, right)
+            return budget.spend(_power(left, right))
+        if isinstance(node.op, ast.Mult):
+            return budget.spend(_multiply(left, right))
         binary = _BINARY.get(type(node.op))
         if binary is None:
             raise UnsupportedExpressionError(f"unsupported operator {type(node.op).__name__}")
-        return binary(left, right)
+        return budget.spend(binary(left, right))
     if isinstance(node, ast.UnaryOp):
-        operand = _evaluate(node.operand)
+        operand = _evaluate(node.operand, budget)
         unary = _UNARY.get(type(node.op))
         if unary is None:
             raise UnsupportedExpressionError(f"unsupported operator {type(node.op).__name__}")
         return unary(operand)
     if isinstance(node, ast.Tuple) and not any(isinstance(e, ast.Starred) for e in node.elts):
-        return tuple(_evaluate(e) for e in node.elts)
+        return tuple(_evaluate(e, budget) for e in node.elts)
     if isinstance(node, ast.Call) and len(node.args) + len(node.keywords) <= 1:
-        return _call(node)
+        return _call(node, budget)
     raise UnsupportedExpressionError(f"unsupported expression {type(node).__name__}")
+
+
+def arithmetic(expression: str) -> Any:
+    """The value of a whitelisted `expression` as CPython's `eval` computes it, within the
+    bounds above; raises what `eval` raises (and `OverflowError`/`ValueError` past them)."""
+    if len(expression) > MAX_LENGTH:
+        raise ValueError("expression too long")
+    source = expression.lstrip(" \t")
+    tree = compile(source, "<string>", "eval", ast.PyCF_ONLY_AST)
+    return _evaluate(tree, _Budget())
 
 
 def evaluate_expression(expression: Any) -> str:
@@ -139,6 +187,4 @@ def evaluate_expression(expression: Any) -> str:
         return INVALID_CHARACTERS
     if not isinstance(expression, str):
         raise TypeError("eval() arg 1 must be a string, bytes or code object")
-    source = expression.lstrip(" \t")
-    tree = compile(source, "<string>", "eval", ast.PyCF_ONLY_AST)
-    return str(round(float(_evaluate(tree)), 2))
+    return str(round(float(arithmetic(expression)), 2))

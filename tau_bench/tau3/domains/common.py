@@ -2,14 +2,18 @@
 
 from __future__ import annotations
 
-_CALC_CHARS = frozenset("0123456789+-*/(). ")
+from tau_bench.domains.calculator import ALLOWED_CHARACTERS, arithmetic
 
 
 def calculate(expression: str) -> str:
-    """Evaluate arithmetic with no builtins; `str(round(float(value), 2))`; Python's errors."""
-    if not all(char in _CALC_CHARS for char in expression):
+    """Arithmetic as the original's `eval` with no builtins does it, `str(round(float(value),
+    2))`, Python's errors; evaluated by v1's bounded walker (`tau_bench.domains.calculator`:
+    an expression cannot run for minutes, as `9**9**9**9` did through `eval`)."""
+    if not all(char in ALLOWED_CHARACTERS for char in expression):
         raise ValueError("Invalid characters in expression")
-    return str(round(float(eval(expression, {"__builtins__": None}, {})), 2))
+    if not isinstance(expression, str):
+        raise TypeError("eval() arg 1 must be a string, bytes or code object")
+    return str(round(float(arithmetic(expression)), 2))
 
 
 TRANSFER_RESULT = "Transfer successful"
