@@ -45,6 +45,26 @@ def depth_exceeds(value: Any, limit: int = MAX_DEPTH) -> bool:
     return False
 
 
+def nodes_exceed(value: Any, limit: int) -> bool:
+    """Whether a decoded value has more than `limit` values counted as a tree, each
+    repeat of a shared one (a YAML alias) counted again: what any walk over it costs.
+    Stops counting at `limit`, so a billion-laughs document is cheap to refuse, and so is
+    one that contains itself."""
+    count = 0
+    stack: list[Any] = [value]
+    while stack:
+        item = stack.pop()
+        count += 1
+        if count > limit:
+            return True
+        if isinstance(item, dict):
+            stack.extend(item.keys())
+            stack.extend(item.values())
+        elif isinstance(item, list | tuple):
+            stack.extend(item)
+    return False
+
+
 def check_depth(value: Any, limit: int = MAX_DEPTH) -> Any:
     """`value` itself, or `JSONDepthError` when it nests deeper than `limit`."""
     if depth_exceeds(value, limit):

@@ -234,7 +234,7 @@ def load_config(options: Mapping[str, Any]) -> DialogflowConfig:
         elif not _ID.match(environment):
             raise AdapterConfigError(f"dialogflow: bad environment id {environment!r}")
 
-    creds = _text(opts, "gcp_sa_file") or _text(opts, "credentials")
+    creds = _text(opts, "gcp_sa_file")
     if creds and not Path(creds).expanduser().is_file():
         raise AdapterConfigError(f"dialogflow: credentials file not found: {creds}")
 

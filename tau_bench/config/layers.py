@@ -14,7 +14,12 @@ from typing import Any
 
 from pydantic import BaseModel, ValidationError
 
+from tau_adapters import jsonsafe
 from tau_bench.config.run_config import RunConfig, RunConfigError, _as_list
+
+# The most values a config file may hold with its YAML aliases expanded: far beyond any
+# real config, far below what a "billion laughs" file expands to when it is walked.
+MAX_CONFIG_NODES = 100_000
 
 # Where `config_from_mapping` keeps settings that are not RunConfig fields (the adapter's).
 ADAPTER_SETTINGS = "__adapter_settings__"
@@ -78,13 +83,26 @@ def _limits(value: Any) -> dict[str, int]:
         items = parse_key_values([str(v) for v in _as_list(value)], "provider_limit")
     out: dict[str, int] = {}
     for name, limit in items.items():
-        try:
-            out[name] = int(limit)
-        except (TypeError, ValueError):
-            raise RunConfigError(
-                f"provider limit for {name!r} must be an integer, got {limit!r}"
-            ) from None
+        number = _whole_number(limit)
+        if number is None:
+            raise RunConfigError(f"provider limit for {name!r} must be an integer, got {limit!r}")
+        out[name] = number
     return out
+
+
+def _whole_number(value: Any) -> int | None:
+    """`value` as an int when it is one (`5`, `"5"`, `5.0`); None for `true`, `2.7`,
+    `.inf`, `nan` or text that is not a number: a limit is never rounded silently."""
+    if isinstance(value, bool):
+        return None
+    if isinstance(value, int):
+        return value
+    if isinstance(value, float):
+        return int(value) if value.is_integer() else None
+    try:
+        return int(str(value).strip())
+    except ValueError:
+        return None
 
 
 def load_yaml(path: str | Path) -> dict[str, Any]:
@@ -109,10 +127,17 @@ def read_yaml_mapping(path: str | Path) -> dict[str, Any]:
         data = yaml.safe_load(text)
     except yaml.YAMLError as exc:
         raise RunConfigError(f"{p}: not valid YAML ({str(exc).splitlines()[0]})") from None
+    except RecursionError:
+        raise RunConfigError(f"{p}: nested too deep to read") from None
     if data is None:
         return {}
     if not isinstance(data, dict):
         raise RunConfigError(f"{p}: expected a mapping of flag names to values")
+    if jsonsafe.nodes_exceed(data, MAX_CONFIG_NODES) or jsonsafe.depth_exceeds(data):
+        raise RunConfigError(
+            f"{p}: too large once its aliases are expanded (more than {MAX_CONFIG_NODES:,} "
+            f"values, or nested deeper than {jsonsafe.MAX_DEPTH} levels)"
+        )
     return data
 
 

@@ -78,7 +78,9 @@ class RunConfig(BaseModel):
     `user_model_for`).
     """
 
-    model_config = ConfigDict(extra="forbid", validate_assignment=True)
+    # NaN and infinities are refused: `episode_timeout: .inf` would lift the deadline, and
+    # a NaN never equals itself, so a run holding one could never be resumed.
+    model_config = ConfigDict(extra="forbid", validate_assignment=True, allow_inf_nan=False)
 
     env: str = "retail"
     agent_strategy: str = "tool-calling"
@@ -168,6 +170,9 @@ class RunConfig(BaseModel):
         out: list[int | str] = []
         for item in value if isinstance(value, list | tuple) else [value]:
             out.extend(expand_task_ids(item))  # `0-4` ranges too (YAML, the API)
+        if not out:
+            # An empty shell variable must not turn a one-task run into the whole split.
+            raise ValueError("selects no task (leave it out to run the whole split)")
         return out
 
     @field_validator("ray_address")

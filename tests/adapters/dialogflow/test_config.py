@@ -164,7 +164,7 @@ def test_session_ttl_and_credentials_file(tmp_path: Path) -> None:
     key = tmp_path / "key.json"
     key.write_text(json.dumps({"type": "service_account"}))
     cfg = load_config(
-        {"agent_id": "a", "project_id": "p", "session_ttl": "3600", "credentials": str(key)}
+        {"agent_id": "a", "project_id": "p", "session_ttl": "3600", "gcp_sa_file": str(key)}
     )
     assert cfg.session_ttl == 3600 and cfg.credentials_file == str(key)
 
