@@ -21,7 +21,7 @@ Quirks reproduced (spec §9):
 - Q18 failing ground-truth calls fail with the same texts and change nothing (every check
   precedes the first write).
 - Q19 argument errors (unknown/missing kwargs) are produced by `Tool.bind`; `calculate`'s
-  parser messages are CPython 3.11's (see `tau_bench.domains.calculator`).
+  parser messages are CPython 3.11's (see `tau_bench.calculator`).
 - Q20 observations are `json.dumps` with default settings (`ensure_ascii=True`, insertion
   key order); a written address is `address1, address2, city, state, country, zip`, unlike
   the data's `... city, country, state, zip`; new keys (`cancel_reason`, `exchange_*`,
@@ -43,7 +43,7 @@ import json
 from typing import Any
 
 from tau_bench.db import EpisodeDB
-from tau_bench.domains.calculator import evaluate_expression
+from tau_bench.calculator import evaluate_expression
 from tau_bench.domains.tool import Tool
 
 DOMAIN = "retail"

@@ -2,12 +2,12 @@
 
 from __future__ import annotations
 
-from tau_bench.domains.calculator import ALLOWED_CHARACTERS, arithmetic
+from tau_bench.calculator import ALLOWED_CHARACTERS, arithmetic
 
 
 def calculate(expression: str) -> str:
     """Arithmetic as the original's `eval` with no builtins does it, `str(round(float(value),
-    2))`, Python's errors; evaluated by v1's bounded walker (`tau_bench.domains.calculator`:
+    2))`, Python's errors; evaluated by v1's bounded walker (`tau_bench.calculator`:
     an expression cannot run for minutes, as `9**9**9**9` did through `eval`)."""
     if not all(char in ALLOWED_CHARACTERS for char in expression):
         raise ValueError("Invalid characters in expression")

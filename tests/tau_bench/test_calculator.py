@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from tau_bench.domains.calculator import MAX_LENGTH, evaluate_expression
+from tau_bench.calculator import MAX_LENGTH, evaluate_expression
 from tau_bench.tau3.domains.common import calculate
 
 

@@ -1,4 +1,4 @@
-"""The `calculate` tool's arithmetic, shared by the airline and retail domains (spec §7.2).
+"""The `calculate` tool's arithmetic, shared by the airline and retail domains (spec §7.2) and τ³.
 
 Upstream checks every character of the expression against the whitelist
 `0123456789+-*/(). `, then evaluates the text as a Python expression, converts the value
