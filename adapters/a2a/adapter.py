@@ -26,6 +26,7 @@ from tau_adapters.protocol import (
     ToolResults,
     UserTurn,
 )
+from tau_adapters.redaction import Redactor, mask_values
 from tau_adapters.registry import AgentProvider
 
 
@@ -42,7 +43,12 @@ def parse_options(options: Mapping[str, Any]) -> Options:
         first = exc.errors()[0]
         key = ".".join(str(p) for p in first["loc"]) or "options"
         if first["type"] == "missing":
-            flag = "--" + key.replace("_", "-")
+            field = Options.model_fields.get(key)
+            extra = field.json_schema_extra if field is not None else None
+            flags = extra.get("flags") if isinstance(extra, dict) else None
+            flag = (
+                str(flags[0]) if isinstance(flags, list) and flags else "--" + key.replace("_", "-")
+            )
             raise AdapterConfigError(f"a2a: missing {key}: pass {flag} URL") from None
         message = str(first["msg"]).removeprefix("Value error, ")
         raise AdapterConfigError(f"a2a: bad {key}: {message}") from None
@@ -56,6 +62,14 @@ class A2AProvider:
 
         self.options = options
         self.connection = Connection(options)
+        self.redactor = Redactor(self.connection.secrets)
+
+    @property
+    def secrets(self) -> list[str]:
+        """The token and API key: masked (`***`) wherever they reappear, e.g. echoed back
+        by the agent. The adapter masks its own turns and errors; the runner masks every
+        episode record with these too (`tau_adapters.registry.AgentProvider`)."""
+        return self.redactor.secrets
 
     def new_adapter(self) -> A2AAdapter:
         return A2AAdapter(self)
@@ -189,22 +203,32 @@ class A2AAdapter:
         exchange = await self._provider.connection.send(message, extensions)
         self._first = False
         reply = collect(exchange.events, self._seen_artifacts)
-        result = to_turn(reply, mode=self._mode, tools=self._session.tools, new_id=self._new_id)
+        redactor = self._provider.redactor
+        result = to_turn(
+            reply,
+            mode=self._mode,
+            tools=self._session.tools,
+            new_id=self._new_id,
+            redact=redactor.text,
+        )
         waiting = reply.state in (
             TaskState.TASK_STATE_INPUT_REQUIRED,
             TaskState.TASK_STATE_AUTH_REQUIRED,
         )
         self._task_id = reply.task_id if waiting else None
         self._pending = list(result.tool_calls)
-        result.raw = [_record(message, exchange)]
-        result.extra = {
+        extra: dict[str, Any] = {
             "context_id": self._context_id,
             "task_id": reply.task_id,
             "task_state": reply.state_name,
             "attempts": exchange.attempts,
         }
         if exchange.retries:
-            result.extra["retries"] = exchange.retries
+            extra["retries"] = exchange.retries
+        if exchange.polls:
+            extra["polls"] = exchange.polls
+        result.raw = [mask_values(_record(message, exchange), redactor.secrets)]
+        result.extra = mask_values(extra, redactor.secrets)
         return result
 
     async def close(self) -> None:

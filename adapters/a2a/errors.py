@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import datetime
 import email.utils
+import math
 import time
 from collections.abc import Iterable
 
@@ -11,12 +13,14 @@ from a2a.client.errors import A2AClientError, A2AClientTimeoutError, AgentCardRe
 from a2a.utils.errors import A2AError
 from google.protobuf.json_format import ParseError
 
+from tau_adapters.jsonsafe import printable
 from tau_adapters.protocol import (
     AdapterAuthError,
     AdapterConfigError,
     AdapterError,
     AdapterProtocolError,
 )
+from tau_adapters.redaction import Redactor
 
 PREFIX = "a2a"
 
@@ -43,23 +47,41 @@ class Retryable(AdapterError):
         self.delay = delay
 
 
+class ResponseTooLarge(AdapterProtocolError):
+    """The agent sent more than `max_response_bytes` in one answer (or too many events)."""
+
+
 def redact(text: str, secrets: Iterable[str | None]) -> str:
-    for secret in secrets:
-        if secret:
-            text = text.replace(secret, "***")
-    return text
+    """`text` with the secrets masked (`***`) and control characters escaped."""
+    return printable(Redactor([s for s in secrets if s]).text(text))
+
+
+def parse_retry_after(value: str | None) -> float | None:
+    """Seconds to wait from a Retry-After value (delta-seconds or an HTTP date); None
+    when absent or unreadable (`soon`): the caller's own backoff applies."""
+    if not value:
+        return None
+    value = value.strip()
+    try:
+        seconds = float(value)
+    except ValueError:
+        pass
+    else:
+        return max(0.0, seconds) if math.isfinite(seconds) else None
+    try:
+        when = email.utils.parsedate_to_datetime(value)
+    except (TypeError, ValueError, IndexError, OverflowError):
+        return None
+    if when is None:
+        return None
+    if when.tzinfo is None:  # RFC 850 / asctime forms: HTTP dates are GMT
+        when = when.replace(tzinfo=datetime.UTC)
+    return max(0.0, when.timestamp() - time.time())
 
 
 def retry_after(response: httpx.Response) -> float | None:
-    """Seconds from a Retry-After header (delta or HTTP date), if any."""
-    value = response.headers.get("retry-after")
-    if not value:
-        return None
-    try:
-        return max(0.0, float(value))
-    except ValueError:
-        parsed = email.utils.parsedate_to_datetime(value) if value else None
-        return None if parsed is None else max(0.0, parsed.timestamp() - time.time())
+    """Seconds from a response's Retry-After header, if it has a readable one."""
+    return parse_retry_after(response.headers.get("retry-after"))
 
 
 def _status_error(exc: BaseException) -> httpx.HTTPStatusError | None:

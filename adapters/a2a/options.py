@@ -71,6 +71,19 @@ class Options(BaseModel):
     max_attempts: int = Field(
         default=4, ge=1, description="Tries of a call refused before the agent saw it."
     )
+    max_response_bytes: int = Field(
+        default=4 * 1024 * 1024,
+        ge=1024,
+        description="Largest answer read from the agent, in bytes: the agent card, one "
+        "reply, one poll, one whole SSE stream (decompressed). Past it the call fails as a "
+        "protocol error.",
+    )
+    max_events: int = Field(
+        default=10_000,
+        ge=1,
+        description="Most stream events kept for one message; past it the call fails as "
+        "a protocol error.",
+    )
     retry_initial: float = Field(default=0.5, ge=0, description="First backoff delay (s).")
     retry_max: float = Field(default=30.0, ge=0, description="Longest backoff delay (s).")
     task_split: str = Field(default="test", description="Value of {task_split} in templates.")

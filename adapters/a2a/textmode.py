@@ -12,7 +12,6 @@ the first message) is the experiment's.
 from __future__ import annotations
 
 import json
-import re
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -20,7 +19,7 @@ from tau_adapters import jsonsafe
 
 RESPOND = "respond"
 USER_MESSAGE_LABEL = "User message: "
-_BLOCK = re.compile(r"<json>(.*?)</json>", re.DOTALL)
+OPEN, CLOSE = "<json>", "</json>"
 
 
 class TextActionError(ValueError):
@@ -72,9 +71,26 @@ class TextActions:
     calls: list[tuple[str, dict[str, Any]]] = field(default_factory=list)
 
 
+def json_blocks(text: str) -> list[str]:
+    """The contents of the `<json>...</json>` blocks of `text`, in order: each from an
+    opening tag to the first closing tag after it (what `re.findall(r"<json>(.*?)</json>",
+    text, re.DOTALL)` finds), in one linear pass, however the tags are mixed up."""
+    blocks: list[str] = []
+    position = 0
+    while True:
+        start = text.find(OPEN, position)
+        if start < 0:
+            return blocks
+        end = text.find(CLOSE, start + len(OPEN))
+        if end < 0:
+            return blocks  # no closing tag after this one: none after any later one either
+        blocks.append(text[start + len(OPEN) : end])
+        position = end + len(CLOSE)
+
+
 def parse_reply(text: str) -> TextActions:
     """Actions of a reply; text without any <json> block is a message to the user."""
-    blocks = _BLOCK.findall(text)
+    blocks = json_blocks(text)
     actions = TextActions()
     if not blocks:
         if text.strip():

@@ -19,6 +19,7 @@ from google.protobuf import json_format
 from adapters.a2a import textmode
 from adapters.a2a.convention import TOOL_CALL, ConventionError, kind_of, parse_tool_call
 from adapters.a2a.errors import A2ATaskCanceled, A2ATaskError, A2ATaskRejected
+from tau_adapters.jsonsafe import printable
 from tau_adapters.protocol import AdapterAuthError, AdapterProtocolError, AgentTurn, ToolCall
 from tau_adapters.schema_values import parameters_of, restore_ints
 
@@ -108,10 +109,15 @@ def to_turn(
     mode: str,
     tools: list[dict[str, Any]],
     new_id: Callable[[], str],
+    redact: Callable[[str], str] = lambda text: text,
 ) -> AgentTurn:
-    """The `AgentTurn` of `reply` (raises typed errors for failed/canceled/auth states)."""
+    """The `AgentTurn` of `reply` (raises typed errors for failed/canceled/auth states).
+
+    `redact` masks the run's secrets (an agent may echo its token back); every text the
+    agent wrote that ends up in a message or an error is masked and has its control
+    characters escaped."""
     texts, data_calls = _texts_and_calls(reply)
-    said = " ".join(texts)[:300]
+    said = printable(redact(" ".join(texts)))[:300]
     if reply.state in _FAILED:
         error = _FAILED[reply.state]
         raise error(f"a2a: the agent's task ended {reply.state_name}: {said or '(no message)'}")
@@ -131,10 +137,13 @@ def to_turn(
         else:
             messages.extend(texts)
     except (ConventionError, textmode.TextActionError) as exc:
-        raise AdapterProtocolError(f"a2a: malformed tool call: {exc}") from None
+        raise AdapterProtocolError(
+            f"a2a: malformed tool call: {printable(redact(str(exc)))}"
+        ) from None
     ids = [c.id for c in calls]
     if len(set(ids)) != len(ids):
-        raise AdapterProtocolError(f"a2a: duplicate tool call ids in one turn: {ids}")
+        shown = printable(redact(repr(ids)))[:300]
+        raise AdapterProtocolError(f"a2a: duplicate tool call ids in one turn: {shown}")
     for call in calls:
         call.arguments = restore_ints(call.arguments, parameters_of(tools, call.name))
     ended = reply.state == TaskState.TASK_STATE_COMPLETED and not calls
@@ -142,7 +151,11 @@ def to_turn(
         raise AdapterProtocolError(
             f"a2a: the agent's turn ({reply.state_name}) has no text and no tool call"
         )
-    return AgentTurn(messages=messages, tool_calls=calls, end_conversation=ended)
+    return AgentTurn(
+        messages=[printable(redact(m)) for m in messages],
+        tool_calls=calls,
+        end_conversation=ended,
+    )
 
 
 def id_factory(prefix: str = "call") -> Callable[[], str]:

@@ -9,6 +9,7 @@ from typing import Any
 
 import typer
 
+from tau_adapters.jsonsafe import printable
 from tau_bench.cli.errors import UserError
 
 app = typer.Typer(help="A2A agents: serve the reference agent, check an agent's card.")
@@ -109,12 +110,19 @@ async def _check(
     from tau_adapters.protocol import AdapterError, SessionContext, UserTurn
 
     provider = A2AProvider(parse_options(options))
+
+    def show(line: str, *, newlines: bool = False) -> None:
+        """Text from the agent: its secrets masked, nothing the terminal would obey (and,
+        but in messages, no newline that would pass for another line of the report)."""
+        text = printable(provider.redactor.text(line))
+        print(text if newlines else text.replace("\n", "\\n"))
+
     try:
         card = await provider.connection.card()
         for line in _card_lines(card):
-            print(line)
+            show(line)
         mode = await provider.tool_mode()
-        print(f"tool mode: {mode}")
+        show(f"tool mode: {mode}")
         if not probe:
             return
         from tau_bench.suites import load_domain
@@ -131,14 +139,14 @@ async def _check(
         await adapter.start(session)
         turn = await adapter.send(UserTurn(text))
         await adapter.close()
-        print(f"task state: {turn.extra.get('task_state')}")
+        show(f"task state: {turn.extra.get('task_state')}")
         for message in turn.messages:
-            print(f"message: {message}")
+            show(f"message: {message}", newlines=True)
         for call in turn.tool_calls:
-            print(f"tool call: {call.name} {json.dumps(call.arguments)} (id {call.id})")
-        print(f"ends conversation: {'yes' if turn.end_conversation else 'no'}")
+            show(f"tool call: {call.name} {json.dumps(call.arguments)} (id {call.id})")
+        show(f"ends conversation: {'yes' if turn.end_conversation else 'no'}")
     except AdapterError as exc:
-        raise UserError(str(exc)) from None
+        raise UserError(provider.redactor.text(str(exc))) from None
     finally:
         await provider.aclose()
 

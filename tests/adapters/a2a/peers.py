@@ -16,6 +16,8 @@ from starlette.routing import Route
 
 from adapters.a2a.convention import EXTENSION_URI
 
+FLOOD_CAP = 256 * 1024 * 1024
+
 
 def card(
     url: str,
@@ -23,9 +25,10 @@ def card(
     streaming: bool = False,
     security: dict[str, Any] | None = None,
     extension: bool = True,
+    name: str = "scripted peer",
 ) -> dict:
     data: dict[str, Any] = {
-        "name": "scripted peer",
+        "name": name,
         "description": "plays back scripted answers",
         "version": "0",
         "supportedInterfaces": [
@@ -70,11 +73,24 @@ class Http:
 
 
 @dataclass
+class Raw:
+    """Bytes as they are (e.g. gzip-compressed), with these headers."""
+
+    body: bytes
+    headers: dict[str, str] = field(default_factory=dict)
+    status: int = 200
+
+
+@dataclass
 class Sse:
-    """An SSE answer: these JSON-RPC results, then (hang=True) keep the stream open."""
+    """An SSE answer: these JSON-RPC results, then (hang=True) keep the stream open;
+    flood=True: repeat the last result without end, as fast as the socket takes it;
+    endless_line=True: then start a `data:` line that never ends."""
 
     results: list[dict[str, Any]]
     hang: bool = False
+    flood: bool = False
+    endless_line: bool = False
 
 
 @dataclass
@@ -85,22 +101,31 @@ class Peer:
     streaming: bool = False
     security: dict[str, Any] | None = None
     extension: bool = True
+    name: str = "scripted peer"
+    pad_card: int = 0  # bytes of padding in the card (a description that long)
     requests: list[dict[str, Any]] = field(default_factory=list)
     headers: list[dict[str, str]] = field(default_factory=list)
 
     def app(self, url: str) -> Starlette:
         async def card_route(request: Request) -> Response:
-            return JSONResponse(
-                card(
-                    url, streaming=self.streaming, security=self.security, extension=self.extension
-                )
+            data = card(
+                url,
+                streaming=self.streaming,
+                security=self.security,
+                extension=self.extension,
+                name=self.name,
             )
+            if self.pad_card:
+                data["description"] = "x" * self.pad_card
+            return JSONResponse(data)
 
         async def rpc(request: Request) -> Response:
             body = await request.json()
             self.requests.append(body)
             self.headers.append(dict(request.headers))
             answer = self.script.pop(0) if self.script else Http(500, {"error": "script over"})
+            if isinstance(answer, Raw):
+                return Response(answer.body, status_code=answer.status, headers=answer.headers)
             if isinstance(answer, Http):
                 return JSONResponse(answer.body, status_code=answer.status, headers=answer.headers)
             if isinstance(answer, Sse):
@@ -124,6 +149,19 @@ class Peer:
 async def _sse(answer: Sse, rpc_id: Any) -> AsyncIterator[str]:
     for item in answer.results:
         yield f"data: {json.dumps(result(item, rpc_id))}\n\n"
+    # "Without end" for the client: both stop when it hangs up (Starlette cancels the
+    # generator; sleep(0) lets it), or at worst after FLOOD_CAP bytes.
+    event = (
+        f"data: {json.dumps(result(answer.results[-1], rpc_id))}\n\n" * 16 if answer.flood else ""
+    )
+    for _ in range(FLOOD_CAP // max(len(event), 1) if answer.flood else 0):
+        yield event
+        await asyncio.sleep(0)
+    if answer.endless_line:
+        yield "data: "
+        for _ in range(FLOOD_CAP // 65536):
+            yield "a" * 65536
+            await asyncio.sleep(0)
     while answer.hang:
         await asyncio.sleep(0.05)
         yield ": keep-alive\n\n"

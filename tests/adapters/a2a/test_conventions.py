@@ -54,3 +54,31 @@ def test_a_tool_call_with_arguments_nested_too_deep_is_a_convention_error() -> N
         parse_tool_call({"type": "tool_call", "id": "c1", "name": "find", "arguments": deep})
     with pytest.raises(ConventionError, match="are not JSON"):
         parse_tool_call({"type": "tool_call", "id": "c1", "name": "find", "arguments": "{x"})
+
+
+def test_json_blocks_find_what_the_lazy_regex_finds() -> None:
+    """`json_blocks` replaced `re.findall(r"<json>(.*?)</json>", text, re.DOTALL)`: same
+    blocks for every mix of tags (exhaustively, over short strings of tag pieces)."""
+    import itertools
+    import re
+
+    lazy = re.compile(r"<json>(.*?)</json>", re.DOTALL)
+    pieces = ["<json>", "</json>", "x", "\n", "<json", "json>", "</"]
+    for n in range(6):
+        for combo in itertools.product(pieces, repeat=n):
+            text = "".join(combo)
+            assert textmode.json_blocks(text) == lazy.findall(text), text
+
+
+def test_unclosed_tags_are_a_message_to_the_user() -> None:
+    """60 KB of `<json>` without a closing tag (the lazy regex rescanned to the end from
+    every tag: quadratic, minutes for a few hundred KB); it is a message to the user."""
+    bomb = "<json>" * 10_000
+    actions = textmode.parse_reply(bomb)
+    assert actions.messages == [bomb] and actions.calls == []
+    many = (
+        '<json>{"name": "find", "arguments": {}}</json>' * 5_000
+        + "</json>" * 10_000
+        + "<json>" * 10_000
+    )
+    assert len(textmode.parse_reply(many).calls) == 5_000

@@ -34,10 +34,12 @@ def test_nested_agent_options_win() -> None:
 @pytest.mark.parametrize(
     ("options", "message"),
     [
-        ({}, "a2a: missing agent_url: pass --agent-url URL"),
+        ({}, "a2a: missing agent_url: pass --a2a-url URL"),
         ({"agent_url": "ftp://x"}, "a2a: bad agent_url: must be an http(s) URL, got 'ftp://x'"),
         ({"agent_url": "http://x", "tool_mode": "magic"}, "a2a: bad tool_mode:"),
         ({"agent_url": "http://x", "timeout": -1}, "a2a: bad timeout:"),
+        ({"agent_url": "http://x", "max_response_bytes": 10}, "a2a: bad max_response_bytes:"),
+        ({"agent_url": "http://x", "max_events": 0}, "a2a: bad max_events:"),
         (
             {"agent_url": "http://x", "message_metadata": ["nokey"]},
             "a2a: bad message_metadata: expected KEY=TEMPLATE",
