@@ -36,8 +36,8 @@ import copy
 import json
 from typing import Any
 
-from tau_bench.db import EpisodeDB, Table
 from tau_bench.calculator import evaluate_expression
+from tau_bench.db import EpisodeDB, Table
 from tau_bench.domains.tool import Tool
 
 DOMAIN = "airline"
