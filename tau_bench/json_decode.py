@@ -5,15 +5,35 @@ lines of `make demo`, the check below included), which matters where one process
 every record of a cluster (the Ray driver). Its grammar differs, though:
 it rejects NaN and Infinity (which `json.dumps` writes) and turns integers beyond 64 bits
 into floats. Documents with either go to the standard library, so what is accepted and
-what it decodes to stay exactly `json.loads`'s.
+what it decodes to stay exactly `json.loads`'s. So do documents nested deeper than
+orjson's limit (1,024 levels), which the standard library cannot follow either: where it
+gives up with a `RecursionError`, `loads` raises `JSONTooDeepError`, a `JSONDecodeError`
+like any other document that does not decode, so a reader that skips or reports a bad
+line does so for this one too.
 """
 
 from __future__ import annotations
 
 import json
+import sys
 from typing import Any
 
 import orjson
+
+from tau_adapters.jsonsafe import JSONDepthError
+
+__all__ = ["JSONTooDeepError", "loads"]
+
+
+class JSONTooDeepError(json.JSONDecodeError, JSONDepthError):
+    """A document nested deeper than Python's decoder can follow (it would raise
+    `RecursionError`): both a `json.JSONDecodeError` and a `JSONDepthError`."""
+
+    def __init__(self, doc: str) -> None:
+        json.JSONDecodeError.__init__(self, "JSON nested too deep to decode", doc, 0)
+        self.args = (self.msg,)  # no position: the whole document is refused
+        self.limit = sys.getrecursionlimit()
+
 
 # Every ASCII digit mapped to "0": a run of 19 zeros after the mapping is a run of 19
 # digits, the shortest integer orjson may not keep exact (below -2**63 or above 2**64-1).
@@ -25,11 +45,16 @@ _LONG_NUMBER = b"0" * 19
 
 def loads(data: bytes | bytearray | memoryview | str) -> Any:
     """`json.loads(data)`, decoded by orjson where that is exact; raises
-    `json.JSONDecodeError` (`UnicodeDecodeError` for bytes not UTF-8) for what is not JSON."""
+    `json.JSONDecodeError` (`UnicodeDecodeError` for bytes not UTF-8) for what is not JSON,
+    `JSONTooDeepError` (never `RecursionError`) for what is nested too deep to decode."""
     raw = data.encode("utf-8", "surrogatepass") if isinstance(data, str) else bytes(data)
     if raw.translate(_DIGITS_TO_ZERO).find(_LONG_NUMBER) < 0:
         try:
             return orjson.loads(raw)
         except orjson.JSONDecodeError:
             pass  # not JSON, or NaN/Infinity: the standard library says which
-    return json.loads(data if isinstance(data, str) else raw)
+    try:
+        return json.loads(data if isinstance(data, str) else raw)
+    except RecursionError:
+        text = data if isinstance(data, str) else raw.decode(json.detect_encoding(raw), "replace")
+        raise JSONTooDeepError(text) from None

@@ -13,7 +13,7 @@ from typing import Any
 
 from tau_bench.errors import TaskFileError
 
-__all__ = ["TaskFileError", "read_task_records"]
+__all__ = ["TaskFileError", "read_task_records", "validation_summary"]
 
 
 def read_task_records(path: Path) -> list[Any]:
@@ -31,6 +31,8 @@ def read_task_records(path: Path) -> list[Any]:
             raw = _unwrap(json.loads(text))  # one JSON document: a task, or wrapped tasks
         except json.JSONDecodeError as whole:
             raw = _lines(path, text, whole)
+        except RecursionError:
+            raise _too_deep(path) from None
     if not isinstance(raw, list):
         raise TaskFileError(f"{path}: expected a JSON array of tasks")
     return raw
@@ -51,6 +53,8 @@ def _lines(path: Path, text: str, whole: json.JSONDecodeError) -> list[Any]:
             continue
         try:
             out.append(json.loads(line))
+        except RecursionError:
+            raise _too_deep(path, number) from None
         except json.JSONDecodeError as exc:
             error = whole if not out else exc
             where = error.lineno if not out else number
@@ -63,3 +67,19 @@ def _loads(path: Path, text: str) -> Any:
         return json.loads(text)
     except json.JSONDecodeError as exc:
         raise TaskFileError(f"{path}: not valid JSON ({exc.msg} at line {exc.lineno})") from None
+    except RecursionError:
+        raise _too_deep(path) from None
+
+
+def _too_deep(path: Path, line: int | None = None) -> TaskFileError:
+    """Python's decoder gives up (RecursionError) on JSON nested ~1,000 levels deep."""
+    where = f" at line {line}" if line is not None else ""
+    return TaskFileError(f"{path}: not valid JSON (nested too deep{where})")
+
+
+def validation_summary(exc: Any) -> str:
+    """A pydantic `ValidationError`'s first error on one line: `field.path: message`
+    (just the message when the record itself is wrong, e.g. not an object)."""
+    first = exc.errors()[0]
+    where = ".".join(str(p) for p in first["loc"])
+    return f"{where}: {first['msg']}" if where else str(first["msg"])

@@ -7,7 +7,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from tau_bench.task_files import TaskFileError, read_task_records
+from tau_bench.task_files import TaskFileError, read_task_records, validation_summary
 
 __all__ = ["RESPOND_ACTION", "Action", "Task", "TaskFileError", "load_tasks"]
 
@@ -43,7 +43,5 @@ def load_tasks(path: Path) -> list[Task]:
         try:
             tasks.append(Task.model_validate(item))
         except ValidationError as exc:
-            first = exc.errors()[0]
-            where = ".".join(str(p) for p in first["loc"])
-            raise TaskFileError(f"{path}: task {i}: {where}: {first['msg']}") from None
+            raise TaskFileError(f"{path}: task {i}: {validation_summary(exc)}") from None
     return tasks

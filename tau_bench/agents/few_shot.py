@@ -34,6 +34,8 @@ def load_displays(path: str | Path) -> list[str]:
         raise AdapterConfigError(
             f"cannot read few-shot displays {path}: {exc.strerror or exc}"
         ) from None
+    except UnicodeDecodeError:
+        raise AdapterConfigError(f"{path}: not a text file (UTF-8)") from None
     displays = []
     for number, line in enumerate(lines, 1):
         if not line.strip():
@@ -42,6 +44,8 @@ def load_displays(path: str | Path) -> list[str]:
             item = json.loads(line)
         except json.JSONDecodeError as exc:
             raise AdapterConfigError(f"{path}:{number}: not valid JSON ({exc.msg})") from None
+        except RecursionError:
+            raise AdapterConfigError(f"{path}:{number}: not valid JSON (nested too deep)") from None
         display = item.get("messages_display") if isinstance(item, dict) else None
         if not isinstance(display, str):
             raise AdapterConfigError(f"{path}:{number}: no 'messages_display' string")

@@ -3,14 +3,14 @@
 from __future__ import annotations
 
 import importlib
-import json
 import threading
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from tau_bench.data.paths import DataDirError, resolve_data_dir
+from tau_bench.data.files import damaged, read_json, read_text
+from tau_bench.data.paths import resolve_data_dir
 from tau_bench.db import BaseDB
 from tau_bench.domains.tool import Tool
 from tau_bench.errors import UnknownDomainError, UnknownSplitError
@@ -90,18 +90,12 @@ _cache: dict[tuple[str, Path], Domain] = {}
 _lock = threading.Lock()
 
 
-def _read_json(path: Path) -> Any:
-    """A data file's JSON; a damaged or unreadable file is a data-directory error."""
-    try:
-        with path.open("rb") as fh:
-            return json.load(fh)
-    except OSError as exc:
-        raise DataDirError(f"cannot read {path}: {exc.strerror or exc}") from None
-    except (ValueError, RecursionError) as exc:  # JSONDecodeError, bad UTF-8, absurd depth
-        raise DataDirError(
-            f"{path} is not valid JSON ({str(exc)[:120]}): the data directory is damaged; "
-            "restore it or run `tau data pull`"
-        ) from None
+def _read_table(path: Path) -> dict[str, Any]:
+    """A DB table file: a JSON object of records keyed by id."""
+    table = read_json(path)
+    if not isinstance(table, dict):
+        raise damaged(path, "is not a JSON object of records keyed by id")
+    return table
 
 
 def load_domain(name: str, data_dir: str | Path | None = None) -> Domain:
@@ -114,10 +108,10 @@ def load_domain(name: str, data_dir: str | Path | None = None) -> Domain:
         if key in _cache:
             return _cache[key]
         ddir = root / name
-        tables = {t: _read_json(ddir / "db" / f"{t}.json") for t in TABLES[name]}
+        tables = {t: _read_table(ddir / "db" / f"{t}.json") for t in TABLES[name]}
         module = importlib.import_module(f"tau_bench.domains.{name}.tools")
         tools: dict[str, Tool] = {t.name: t for t in module.TOOLS}
-        schemas = _read_json(ddir / "tools.json")
+        schemas = read_json(ddir / "tools.json")
         rules_path = ddir / "rules.json"
         domain = Domain(
             name=name,
@@ -125,8 +119,8 @@ def load_domain(name: str, data_dir: str | Path | None = None) -> Domain:
             base_db=BaseDB(tables),
             tools=tools,
             tool_schemas=schemas,
-            policy=(ddir / "policy.md").read_text(encoding="utf-8"),
-            rules=_read_json(rules_path) if rules_path.exists() else [],
+            policy=read_text(ddir / "policy.md"),
+            rules=read_json(rules_path) if rules_path.exists() else [],
         )
         _cache[key] = domain
         return domain

@@ -14,10 +14,12 @@ import os
 from pathlib import Path
 
 from tau_bench.data.errors import DataDirError
+from tau_bench.data.files import read_text
 
 __all__ = [
     "ENV_VAR",
     "PINNED_COMMIT",
+    "PULL_HINT",
     "UPSTREAM_REPO",
     "cache_dir",
     "prompt_text",
@@ -29,6 +31,8 @@ UPSTREAM_REPO = "sierra-research/tau2-bench"
 PINNED_COMMIT = "a2c024725189473d2d7cea3a5cfdbcc67478e41f"
 MARKER = Path("data/tau2/domains")
 PROMPTS_DIR = "prompts"
+PULL_HINT = "restore it or run `tau data pull --suite tau3`"
+"""What to do about a damaged τ³ data file (`tau_bench.data.files`' `hint`)."""
 
 
 def cache_dir() -> Path:
@@ -67,4 +71,4 @@ def prompt_text(root: Path, name: str) -> str:
             f"the τ³ prompt {name!r} is missing from {root} (the offline copy has none): "
             "run `tau data pull --suite tau3`"
         )
-    return path.read_text(encoding="utf-8")
+    return read_text(path, PULL_HINT)

@@ -24,13 +24,15 @@ dict-of-tables JSON DBs (copy-on-write), `PydanticSource` for small pydantic-mod
 from __future__ import annotations
 
 import importlib
-import json
 import threading
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 
+from tau_bench.data.errors import DataDirError
+from tau_bench.data.files import damaged, read_json, read_text
+from tau_bench.tau3.data import PULL_HINT
 from tau_bench.tau3.toolkit import Toolkit
 
 if TYPE_CHECKING:
@@ -74,9 +76,7 @@ def policy_file(name: str, solo_name: str | None = None) -> PolicyReader:
     def read(domain_dir: Path, solo: bool) -> str:
         if solo and solo_name is None:
             raise ValueError(f"{domain_dir.name} has no solo-mode policy")
-        return (domain_dir / (solo_name if solo and solo_name else name)).read_text(
-            encoding="utf-8"
-        )
+        return read_text(domain_dir / (solo_name if solo and solo_name else name), PULL_HINT)
 
     return read
 
@@ -189,7 +189,10 @@ class LoadedDomain:
 
     def _schema(self, key: str, path: Path) -> list[dict[str, Any]]:
         if key not in self._schemas:
-            self._schemas[key] = json.loads(path.read_text(encoding="utf-8"))
+            schemas = read_json(path, PULL_HINT)
+            if not isinstance(schemas, list):
+                raise damaged(path, "is not a JSON array of tool schemas", PULL_HINT)
+            self._schemas[key] = schemas
         return self._schemas[key]
 
 
@@ -206,7 +209,9 @@ def load_domain(name: str, root: Path) -> LoadedDomain:
         if loaded is None:
             ddir = spec.domain_dir(root)
             if not ddir.is_dir():
-                raise FileNotFoundError(f"τ³ data for {name!r} not found: {ddir} is missing")
+                raise DataDirError(
+                    f"τ³ data for {name!r} not found: {ddir} is missing; {PULL_HINT}"
+                )
             user = spec.user_db(ddir) if spec.user_db is not None else None
             loaded = LoadedDomain(spec, root, spec.agent_db(ddir), user)
             _LOADED[key] = loaded

@@ -27,15 +27,18 @@ import io
 import json
 import pickle
 import threading
-import tomllib
 from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
-from pydantic import BaseModel
+from pydantic import BaseModel, ValidationError
 
+from tau_bench.data.errors import DataDirError
+from tau_bench.data.files import damaged, read_json, read_toml
 from tau_bench.db import BaseDB, EpisodeDB
 from tau_bench.hashing import copy_json
+from tau_bench.task_files import validation_summary
+from tau_bench.tau3.data import PULL_HINT
 
 __all__ = [
     "EpisodeDB",
@@ -46,6 +49,7 @@ __all__ = [
     "db_merged",
     "deep_merge",
     "hash_json",
+    "invalid_db",
     "load_structured",
     "seed_hash_keys",
 ]
@@ -63,10 +67,18 @@ def hash_json(value: Any) -> str:
 
 
 def load_structured(path: Path) -> Any:
-    """Read a data file by extension, as the original's loader does (json, toml)."""
+    """Read a data file by extension, as the original's loader does (json, toml); a
+    missing, unreadable or damaged file is a `DataDirError` naming it."""
     if path.suffix == ".toml":
-        return tomllib.loads(path.read_text(encoding="utf-8"))
-    return json.loads(path.read_text(encoding="utf-8"))
+        return read_toml(path, PULL_HINT)
+    return read_json(path, PULL_HINT)
+
+
+def invalid_db(path: Path, exc: ValidationError, where: str = "") -> DataDirError:
+    """The `DataDirError` for a DB file whose content its model refuses."""
+    return damaged(
+        path, f"does not hold a valid database ({where}{validation_summary(exc)})", PULL_HINT
+    )
 
 
 def deep_merge(target: dict[str, Any], update: Mapping[str, Any]) -> dict[str, Any]:
@@ -195,17 +207,27 @@ class TableSource:
 
     def __init__(self, path: Path, models: Mapping[str, type[BaseModel]], model_name: str) -> None:
         raw = load_structured(path)
+        if not isinstance(raw, dict):
+            raise damaged(path, f"is not a JSON object of tables ({model_name})", PULL_HINT)
         unknown = sorted(set(raw) - set(models))
         if unknown:
-            raise ValueError(f"{path}: unknown top-level keys {unknown} for {model_name}")
+            raise damaged(path, f"has unknown tables {unknown} for {model_name}", PULL_HINT)
+        for name in models:
+            if not isinstance(raw.get(name), dict):
+                raise damaged(path, f"has no table {name!r} of records keyed by id", PULL_HINT)
         self.models = dict(models)
 
         def normalise(table: str, record: Any) -> Any:
             return self.models[table].model_validate(record).model_dump()
 
-        tables = {
-            name: {k: normalise(name, rec) for k, rec in raw[name].items()} for name in models
-        }
+        tables: dict[str, dict[str, Any]] = {}
+        for name in models:
+            tables[name] = table = {}
+            for key, rec in raw[name].items():
+                try:
+                    table[key] = normalise(name, rec)
+                except ValidationError as exc:
+                    raise invalid_db(path, exc, f"{name}.{key}: ") from None
         self.base = TableBaseDB(tables, normalise, model_name)
 
     def fresh(self) -> EpisodeDB:
@@ -220,7 +242,10 @@ class PydanticSource:
     ) -> None:
         data = (reader or load_structured)(path)
         self.model = model
-        self.base = model.model_validate(data)
+        try:
+            self.base = model.model_validate(data)
+        except ValidationError as exc:
+            raise invalid_db(path, exc) from None
 
     def fresh(self) -> BaseModel:
         return self.base.model_copy(deep=True)

@@ -10,12 +10,15 @@ valid ones. Field names and defaults mirror the original's task model so that
 from __future__ import annotations
 
 import gc
-import json
 from pathlib import Path
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
+from tau_bench.data.errors import DataDirError
+from tau_bench.data.files import damaged, read_json
+from tau_bench.task_files import validation_summary
+from tau_bench.tau3.data import PULL_HINT
 from tau_bench.tau3.domain import get_domain
 from tau_bench.tau3.messages import Message, messages_from_dicts
 
@@ -126,16 +129,19 @@ class Task(_Model):
 
 
 _PARSED: dict[tuple[str, int, int], Any] = {}
+_CHECKED: set[int] = set()
+"""ids of the `_PARSED` split files found well-formed (they live as long as the process)."""
 
 
 def _read(path: Path) -> Any:
-    """The parsed JSON file, once per process per file version (callers must not mutate)."""
+    """The parsed JSON file, once per process per file version (callers must not mutate);
+    a missing or damaged file is a `DataDirError` naming it."""
     if not path.is_file():
-        raise FileNotFoundError(f"τ³ task file not found: {path}")
+        problem = "is a directory, not a file" if path.is_dir() else "is missing"
+        raise DataDirError(f"τ³ task file {path} {problem}; {PULL_HINT}")
     stat = path.stat()
     key = (str(path.resolve()), stat.st_mtime_ns, stat.st_size)
     if key not in _PARSED:
-        text = path.read_text(encoding="utf-8")
         # A task file is large (telecom: 14 MB, ~10^6 containers) and cached for the life of
         # the process. Parsing makes no reference cycles, so the cycle collector is paused
         # meanwhile (it would run full passes over the growing heap), and afterwards every
@@ -145,7 +151,7 @@ def _read(path: Path) -> Any:
         enabled = gc.isenabled()
         gc.disable()
         try:
-            _PARSED[key] = json.loads(text)
+            _PARSED[key] = read_json(path, PULL_HINT)
         finally:
             if enabled:
                 gc.enable()
@@ -159,18 +165,33 @@ def load_splits(root: Path, domain: str) -> dict[str, list[str]]:
     tasks_path = spec.domain_dir(root) / spec.tasks_file
     split_path = tasks_path.with_name(f"split_{tasks_path.stem}.json")
     data: dict[str, list[str]] = _read(split_path)
+    if id(data) not in _CHECKED:  # parsed files are cached for the process: check once
+        if not (
+            isinstance(data, dict)
+            and all(
+                isinstance(ids, list) and all(isinstance(i, str) for i in ids)
+                for ids in data.values()
+            )
+        ):
+            raise damaged(
+                split_path, "is not a JSON object of split names to lists of task ids", PULL_HINT
+            )
+        _CHECKED.add(id(data))
     return data
 
 
 def load_tasks(root: Path, domain: str, split: Any = _ALL) -> list[Task]:
     """Tasks of `domain` in file order, filtered by `split` (default: the domain's own)."""
     spec = get_domain(domain)
-    raw = _read(spec.domain_dir(root) / spec.tasks_file)
+    path = spec.domain_dir(root) / spec.tasks_file
+    raw = _read(path)
     if isinstance(raw, dict):
         raw = raw.get("tasks", [])
+    if not isinstance(raw, list):
+        raise damaged(path, 'is not a JSON array of tasks (nor {"tasks": [...]})', PULL_HINT)
     name = spec.default_split if split is _ALL else split
     if name is None:
-        every = [Task.from_dict(t) for t in raw]
+        every = [_task(path, i, t) for i, t in enumerate(raw)]
         gc.freeze()  # the tasks are long-lived too (see `_read`)
         return every
     splits = load_splits(root, domain)
@@ -180,6 +201,22 @@ def load_tasks(root: Path, domain: str, split: Any = _ALL) -> list[Task]:
         )
     wanted = set(splits[name])
     # Only the split's tasks are validated (telecom: 114 of 2,285 for the default split).
-    tasks = [Task.from_dict(t) for t in raw if isinstance(t, dict) and t.get("id") in wanted]
+    tasks = [
+        _task(path, i, t)
+        for i, t in enumerate(raw)
+        if isinstance(t, dict) and isinstance(t.get("id"), str) and t["id"] in wanted
+    ]
     gc.freeze()  # the tasks are long-lived too (see `_read`)
     return tasks
+
+
+def _task(path: Path, index: int, data: Any) -> Task:
+    """Task `index` of the data directory's file `path`; one `DataDirError` if invalid."""
+    try:
+        return Task.from_dict(data)
+    except ValidationError as exc:
+        ident = data.get("id") if isinstance(data, dict) else None
+        which = f"task {ident!r}" if isinstance(ident, str) else f"task {index}"
+        raise damaged(
+            path, f"has an invalid {which} ({validation_summary(exc)})", PULL_HINT
+        ) from None

@@ -4,12 +4,17 @@ from __future__ import annotations
 
 import json
 import math
+import os
+import subprocess
+import sys
+from pathlib import Path
 
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from tau_bench.json_decode import loads
+from tau_adapters.jsonsafe import JSONDepthError
+from tau_bench.json_decode import JSONTooDeepError, loads
 
 documents = st.recursive(
     st.none()
@@ -53,3 +58,48 @@ def test_the_standard_library_grammar_beyond_orjson_still_decodes() -> None:
 def test_what_is_not_json_raises_the_standard_error(bad: bytes) -> None:
     with pytest.raises(json.JSONDecodeError):
         loads(bad)
+
+
+@pytest.mark.parametrize("depth", [1025, 5000, 200_000])
+def test_too_deep_for_the_standard_library_is_a_decode_error_not_recursion(depth: int) -> None:
+    doc = "[" * depth + "]" * depth
+    for data in (doc, doc.encode("utf-8")):
+        with pytest.raises(JSONTooDeepError) as caught:
+            loads(data)
+        # A JSONDecodeError (what the results readers skip as a damaged line) and a
+        # JSONDepthError (what the network edges catch); a ValueError either way.
+        assert isinstance(caught.value, json.JSONDecodeError)
+        assert isinstance(caught.value, JSONDepthError)
+        assert str(caught.value) == "JSON nested too deep to decode"
+
+
+def test_deep_documents_the_standard_library_follows_still_decode() -> None:
+    doc = "[" * 400 + "NaN" + "]" * 400  # NaN: decoded by json.loads, not orjson
+    assert repr(loads(doc)) == repr(json.loads(doc))
+
+
+def _tau(*args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
+    tau = Path(sys.executable).parent / "tau"
+    return subprocess.run(
+        [str(tau), *args],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+        cwd=cwd,
+        env={**os.environ, "LITELLM_LOCAL_MODEL_COST_MAP": "True"},
+    )
+
+
+def test_a_results_log_with_a_deep_header_is_one_line(tmp_path: Path) -> None:
+    """`tau run --resume` and `tau compare` read logs through `loads`: a header nested
+    too deep is a damaged line, so the file is no results log; never a traceback."""
+    log = tmp_path / "deep.jsonl"
+    log.write_text('{"type": "header", "config": ' + "[" * 5000 + "]" * 5000 + "}\n")
+    for args in (["run", "--resume", str(log)], ["compare", str(log), str(log)]):
+        proc = _tau(*args, cwd=tmp_path)
+        assert proc.returncode == 2, proc.stderr
+        assert "Traceback" not in proc.stderr
+        lines = proc.stderr.strip().splitlines()
+        assert len(lines) == 1 and str(log) in lines[0], proc.stderr
+        assert "is not a tau run results log" in lines[0], proc.stderr

@@ -3,6 +3,9 @@
 from __future__ import annotations
 
 import json
+import os
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -12,6 +15,7 @@ from tau_adapters.registry import build_provider
 from tau_bench.agents.few_shot import FewShotAgent, load_displays
 from tau_bench.episode import run_task
 from tau_bench.users import build_user
+from tests.conftest import DATA_DIR
 from tests.tau_bench.agents.fake_llm import FakeLLM, Reply, Request
 from tests.tau_bench.agents.scenarios import TASK_ID, Task13
 
@@ -102,3 +106,46 @@ def test_bad_displays_fail_at_build(tmp_path: Path, content: str | None) -> None
         path.write_text(content, encoding="utf-8")
     with pytest.raises(AdapterConfigError, match=r"shots\.jsonl"):
         build_provider("few-shot", {"model": "m", "few_shot_displays_path": str(path)})
+
+
+DEEP_LINE = '{"messages_display": ' + "[" * 5000 + "]" * 5000 + "}\n"
+
+
+@pytest.mark.parametrize(
+    ("content", "message"),
+    [
+        (
+            ('{"messages_display": "ok"}\n' + DEEP_LINE).encode(),
+            r"shots\.jsonl:2: .*nested too deep",
+        ),
+        (b'{"messages_display": "\xff"}\n', r"shots\.jsonl: not a text file \(UTF-8\)"),
+    ],
+)
+def test_a_deep_or_binary_displays_file_is_one_config_error(
+    tmp_path: Path, content: bytes, message: str
+) -> None:
+    path = tmp_path / "shots.jsonl"
+    path.write_bytes(content)
+    with pytest.raises(AdapterConfigError, match=message):
+        build_provider("few-shot", {"model": "m", "few_shot_displays_path": str(path)})
+
+
+def test_tau_run_with_a_deep_displays_file_says_one_line(tmp_path: Path) -> None:
+    path = tmp_path / "shots.jsonl"
+    path.write_text(DEEP_LINE, encoding="utf-8")
+    tau = Path(sys.executable).parent / "tau"
+    proc = subprocess.run(
+        [
+            str(tau), "run", "--env", "airline", "--agent-strategy", "few-shot",
+            "--model", "gpt-4o", "--model-provider", "openai",
+            "--few-shot-displays-path", str(path), "--user-strategy", "scripted",
+            "--task-ids", "1", "--log-dir", str(tmp_path / "logs"), "--data-dir", str(DATA_DIR),
+        ],
+        capture_output=True, text=True, timeout=120, check=False,
+        env={**os.environ, "LITELLM_LOCAL_MODEL_COST_MAP": "True"},
+    )  # fmt: skip
+    assert proc.returncode == 2, proc.stderr
+    assert "Traceback" not in proc.stderr
+    assert proc.stderr.strip().splitlines() == [
+        f"error: agent strategy 'few-shot': {path}:1: not valid JSON (nested too deep)"
+    ]

@@ -24,6 +24,7 @@ import tracemalloc
 from dataclasses import dataclass
 from pathlib import Path
 
+from tau_bench.data.errors import DataDirError
 from tau_bench.tau3.domain import LoadedDomain, load_domain
 from tau_bench.tau3.environment import Environment
 from tau_bench.tau3.messages import ToolCall
@@ -135,7 +136,7 @@ def main(argv: list[str] | None = None) -> int:
     split = args[1] if len(args) > 1 else "full"
     try:
         result = run_bench(root, split)
-    except (FileNotFoundError, ValueError) as exc:
+    except (FileNotFoundError, ValueError, DataDirError) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
     print_bench(result)

@@ -13,15 +13,16 @@ validated model, and no state is shared between episodes.
 from __future__ import annotations
 
 import pickle
-import tomllib
 from pathlib import Path
 from typing import Any, Generic, TypeVar
 
-from pydantic import BaseModel
+from pydantic import BaseModel, ValidationError
 
+from tau_bench.data.files import read_text, read_toml
+from tau_bench.tau3.data import PULL_HINT
 from tau_bench.tau3.domains.telecom.models import TelecomDB
 from tau_bench.tau3.domains.telecom.user_models import TelecomUserDB
-from tau_bench.tau3.store import seed_hash_keys
+from tau_bench.tau3.store import invalid_db, seed_hash_keys
 
 M = TypeVar("M", bound=BaseModel)
 
@@ -45,8 +46,11 @@ class ModelSource(Generic[M]):
 
     def __init__(self, model: type[M], path: Path) -> None:
         self.model = model
-        self.raw: dict[str, Any] = tomllib.loads(path.read_text(encoding="utf-8"))
-        dump = model.model_validate(self.raw).model_dump()
+        self.raw: dict[str, Any] = read_toml(path, PULL_HINT)
+        try:
+            dump = model.model_validate(self.raw).model_dump()
+        except ValidationError as exc:
+            raise invalid_db(path, exc) from None
         self._dump: dict[str, Any] | None = dump
         try:
             again = model.model_validate(dump, strict=True).model_dump()
@@ -76,8 +80,8 @@ def policy_text(domain_dir: Path, variant: str, solo: bool) -> str:
     """`<main_policy>…</main_policy>\\n<tech_support_policy>…</tech_support_policy>`."""
     if (variant, solo) not in _TECH_SUPPORT:
         raise ValueError(f"Invalid policy type: {variant}")
-    main = (domain_dir / _MAIN[solo]).read_text(encoding="utf-8")
-    tech = (domain_dir / _TECH_SUPPORT[(variant, solo)]).read_text(encoding="utf-8")
+    main = read_text(domain_dir / _MAIN[solo], PULL_HINT)
+    tech = read_text(domain_dir / _TECH_SUPPORT[(variant, solo)], PULL_HINT)
     return (
         "<main_policy>\n"
         + main

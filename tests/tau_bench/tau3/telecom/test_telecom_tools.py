@@ -229,11 +229,11 @@ def test_tasks_file_is_parsed_once_per_process(root: Path, monkeypatch: pytest.M
     parsed: list[int] = []
     real = json.loads
 
-    def counting(text: str, *args: object, **kwargs: object) -> object:
+    def counting(text: str | bytes, *args: object, **kwargs: object) -> object:
         parsed.append(len(text))
         return real(text, *args, **kwargs)  # type: ignore[arg-type]
 
-    monkeypatch.setattr("tau_bench.tau3.tasks.json.loads", counting)
+    monkeypatch.setattr("tau_bench.data.files.json.loads", counting)  # what `_read` parses with
     assert len(load_tasks(root, "telecom")) == 114
     assert len(load_tasks(root, "telecom", split="full")) == 2285
     assert parsed == []

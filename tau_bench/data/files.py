@@ -1,0 +1,67 @@
+"""Reading a data directory's files: whatever is wrong with one is a `DataDirError`.
+
+A file that is missing or unreadable, not UTF-8, not valid JSON or TOML, nested deeper
+than the decoder can follow, or of the wrong shape is one line naming the file and what
+to do (`hint`), never a traceback. Every suite's loaders read through these (v1:
+`tau_bench.domains`; τ³: `tau_bench.tau3`); what a valid file decodes to is exactly what
+`json.loads` / `tomllib.loads` / `read_text` give.
+"""
+
+from __future__ import annotations
+
+import json
+import tomllib
+from pathlib import Path
+from typing import Any
+
+from tau_bench.data.errors import DataDirError
+
+__all__ = ["PULL_HINT", "damaged", "read_json", "read_text", "read_toml"]
+
+PULL_HINT = "restore it or run `tau data pull`"
+"""What to do about a damaged v1 data directory (τ³ has its own: `tau_bench.tau3.data`)."""
+
+
+def damaged(path: Path, problem: str, hint: str = PULL_HINT) -> DataDirError:
+    """The error for a data file that was read but is not what it should be."""
+    return DataDirError(f"{path} {problem}: the data directory is damaged; {hint}")
+
+
+def _read_bytes(path: Path, hint: str) -> bytes:
+    try:
+        return Path(path).read_bytes()
+    except OSError as exc:
+        raise DataDirError(f"cannot read {path}: {exc.strerror or exc}; {hint}") from None
+
+
+def read_text(path: Path, hint: str = PULL_HINT) -> str:
+    """The file's text (UTF-8), as `path.read_text(encoding="utf-8")`."""
+    data = _read_bytes(path, hint)
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise damaged(path, f"is not UTF-8 text (byte {exc.start})", hint) from None
+
+
+def read_json(path: Path, hint: str = PULL_HINT) -> Any:
+    """The file's JSON, as `json.load` of the file opened in binary mode."""
+    data = _read_bytes(path, hint)
+    try:
+        return json.loads(data)
+    except (ValueError, RecursionError) as exc:  # JSONDecodeError, bad UTF-8, absurd depth
+        raise damaged(path, f"is not valid JSON ({_reason(exc)})", hint) from None
+
+
+def read_toml(path: Path, hint: str = PULL_HINT) -> Any:
+    """The file's TOML, as `tomllib.loads(path.read_text(encoding="utf-8"))`."""
+    text = read_text(path, hint)
+    try:
+        return tomllib.loads(text)
+    except (ValueError, RecursionError) as exc:  # TOMLDecodeError, absurd depth
+        raise damaged(path, f"is not valid TOML ({_reason(exc)})", hint) from None
+
+
+def _reason(exc: BaseException) -> str:
+    if isinstance(exc, RecursionError):
+        return "nested too deep"
+    return str(exc)[:120]
