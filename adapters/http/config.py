@@ -6,6 +6,7 @@ beyond the schema (template variables, JMESPath, messages naming the key) `confi
 
 from __future__ import annotations
 
+import math
 import re
 from dataclasses import dataclass, field
 from typing import Any, Literal
@@ -13,6 +14,27 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 _METHODS = ("GET", "POST", "PUT", "PATCH", "DELETE")
+# A header name is an RFC 9110 token; a value is printable ASCII, spaces and tabs (httpx
+# sends no other: a line break or NUL is a protocol error, non-ASCII an encoding error).
+_HEADER_NAME = re.compile(r"[!#$%&'*+\-.^_`|~0-9A-Za-z]+")
+_HEADER_VALUE = re.compile(r"[\t\x20-\x7e]*")
+
+
+def check_headers(headers: dict[str, str] | None) -> dict[str, str] | None:
+    """The headers unchanged, or a ValueError naming the first bad name or value (the
+    value itself is not quoted: it may hold a credential)."""
+    for name, value in (headers or {}).items():
+        if not _HEADER_NAME.fullmatch(name):
+            raise ValueError(
+                f"{name!r} is not a valid header name (letters, digits and "
+                "!#$%&'*+-.^_`|~ only: no spaces, colons or control characters)"
+            )
+        if not _HEADER_VALUE.fullmatch(value):
+            raise ValueError(
+                f"the value of header {name!r} holds a line break, NUL, other control "
+                "character or non-ASCII character (only printable ASCII can be sent)"
+            )
+    return headers
 
 
 class ConfigError(ValueError):
@@ -65,6 +87,8 @@ class RequestSpec(_Model):
             raise ValueError(f"must be one of {', '.join(_METHODS)}")
         return upper
 
+    _headers = field_validator("headers")(check_headers)
+
 
 class ToolResultsConfig(_Model):
     """How observations go back: each field left out is taken from `message`."""
@@ -76,6 +100,8 @@ class ToolResultsConfig(_Model):
     query: dict[str, Any] | None = None
     body: Any = None
     stream: Literal["json", "sse", "none"] | None = None
+
+    _headers = field_validator("headers")(check_headers)
 
     def request(self, message: RequestSpec) -> RequestSpec:
         return RequestSpec(
@@ -163,6 +189,7 @@ class BotConfig(_Model):
     base_url: str
     headers: dict[str, str] = Field(default_factory=dict)
     timeout: float | Timeouts = Field(default_factory=Timeouts)
+    """Seconds (> 0) for every phase of one attempt, or a `Timeouts` table."""
     retry: RetryConfig = Field(default_factory=RetryConfig)
     session: SessionConfig = Field(default_factory=SessionConfig)
     health: RequestSpec | None = None
@@ -174,6 +201,29 @@ class BotConfig(_Model):
     public_env: list[str] = Field(default_factory=list)
     raw_max_chars: int = Field(default=20000, ge=100)
     max_response_bytes: int = Field(default=4 * 1024 * 1024, ge=1024)
+
+    _headers = field_validator("headers")(check_headers)
+
+    @field_validator("timeout", mode="before")
+    @classmethod
+    def _timeout(cls, value: Any) -> Any:
+        """One clear message for a bad number (a union would report each member)."""
+        if isinstance(value, dict | Timeouts):
+            return value
+        number: float | None = None
+        if isinstance(value, int | float) and not isinstance(value, bool):
+            number = float(value)
+        elif isinstance(value, str):
+            try:
+                number = float(value.strip())
+            except ValueError:
+                number = None
+        if number is None or not math.isfinite(number) or number <= 0:
+            raise ValueError(
+                "must be a number of seconds greater than 0, or a table of "
+                "connect/read/write/pool/total/call seconds"
+            )
+        return number
 
     @field_validator("base_url")
     @classmethod

@@ -47,11 +47,11 @@ VARIABLES = frozenset(
 
 def _loc(loc: tuple[Any, ...]) -> str:
     parts: list[str] = []
-    for item in loc:
+    for i, item in enumerate(loc):
         if isinstance(item, int):
             parts.append(f"[{item}]")
-        elif item in ("float", "Timeouts", "function-after[_url(), str]"):
-            continue
+        elif i > 0 and item in ("float", "Timeouts", "function-after[_url(), str]"):
+            continue  # a union member's tag, not a key
         else:
             parts.append(("." if parts else "") + str(item))
     return "".join(parts) or "config"
@@ -60,6 +60,8 @@ def _loc(loc: tuple[Any, ...]) -> str:
 def format_validation(source: str, exc: ValidationError) -> str:
     errors = []
     for err in exc.errors():
+        if err["type"] == "float_type" and err["loc"][-1:] == ("float",):
+            continue  # a union (`timeout`) given a table: the table's errors say what is wrong
         where = _loc(tuple(err["loc"]))
         msg = err["msg"]
         if err["type"] == "extra_forbidden":
@@ -133,9 +135,40 @@ def check_jmespath(source: str, cfg: BotConfig) -> None:
         if not expr:
             continue
         try:
-            jmespath.compile(expr)
+            parsed = jmespath.compile(expr).parsed
         except JMESPathError as exc:
             raise ConfigError(f"{source}: {key}: {jmespath_message(expr, exc)}") from None
+        except RecursionError:
+            parsed = None
+        except Exception as exc:  # a parser bug must still be one line
+            raise ConfigError(
+                f"{source}: {key}: invalid JMESPath {_short(expr)}: {type(exc).__name__}"
+            ) from None
+        if parsed is None or _depth_exceeds(parsed, MAX_EXPRESSION_DEPTH):
+            raise ConfigError(
+                f"{source}: {key}: JMESPath expression {_short(expr)} is nested deeper "
+                f"than {MAX_EXPRESSION_DEPTH} levels"
+            )
+
+
+MAX_EXPRESSION_DEPTH = 100
+"""Deepest JMESPath syntax tree accepted (its evaluation recurses once per level)."""
+
+
+def _depth_exceeds(node: Any, limit: int) -> bool:
+    """Whether a parsed JMESPath tree nests deeper than `limit` (iterative)."""
+    stack: list[tuple[Any, int]] = [(node, 1)]
+    while stack:
+        item, depth = stack.pop()
+        if depth > limit:
+            return True
+        if isinstance(item, dict):
+            stack.extend((child, depth + 1) for child in item.get("children") or ())
+    return False
+
+
+def _short(expr: str, limit: int = 60) -> str:
+    return repr(expr if len(expr) <= limit else expr[:limit] + "...")
 
 
 def jmespath_message(expr: str, exc: JMESPathError) -> str:

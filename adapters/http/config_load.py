@@ -12,7 +12,7 @@ from __future__ import annotations
 import json
 import os
 import re
-from collections.abc import Mapping
+from collections.abc import Collection, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -23,6 +23,8 @@ from adapters.http.config import BotConfig, ConfigError, LoadedConfig
 from adapters.http.config_checks import check_jmespath, check_templates, format_validation
 from adapters.http.envsubst import EnvSubstError, Substituted, substitute
 from adapters.http.presets import UnknownPresetError, load_preset
+from tau_adapters import jsonsafe
+from tau_adapters.redaction import mask_values
 
 _SECRET_NAME = re.compile(r"TOKEN|KEY|SECRET|PASS|AUTH|CRED|COOKIE|SIGNATURE", re.IGNORECASE)
 
@@ -41,21 +43,67 @@ def _merge(base: Any, over: Any) -> Any:
     return over
 
 
+MAX_DEPTH = jsonsafe.MAX_DEPTH
+"""Deepest nesting of a config (as for a bot's JSON reply): far beyond any real config."""
+MAX_VALUES = 100_000
+"""Most values (mappings, lists, scalars) in one config file, counting every YAML alias
+as the copy it stands for: a few aliases can otherwise stand for billions of values."""
+
+
 def _read(path: Path) -> Any:
     try:
-        text = path.read_text(encoding="utf-8")
+        data = path.read_bytes()
     except OSError as exc:
         raise ConfigError(f"cannot read HTTP bot config {path}: {exc.strerror}") from None
     try:
-        if path.suffix.lower() == ".json":
-            return json.loads(text)
-        return yaml.safe_load(text)
+        text = data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        line = data.count(b"\n", 0, exc.start) + 1
+        raise ConfigError(
+            f"{path}: not UTF-8 text (byte 0x{data[exc.start]:02x} at line {line}, "
+            f"offset {exc.start})"
+        ) from None
+    try:
+        value = json.loads(text) if path.suffix.lower() == ".json" else yaml.safe_load(text)
     except json.JSONDecodeError as exc:
         raise ConfigError(f"{path}: not valid JSON ({exc.msg} at line {exc.lineno})") from None
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
         where = f" at line {mark.line + 1}" if mark is not None else ""
         raise ConfigError(f"{path}: not valid YAML{where}") from None
+    except RecursionError:
+        raise ConfigError(f"{path}: nested deeper than {MAX_DEPTH} levels") from None
+    _check_size(value, str(path))
+    return value
+
+
+def _check_size(value: Any, name: str) -> None:
+    """A one-line error when `value` nests deeper than `MAX_DEPTH` or holds more than
+    `MAX_VALUES` values (aliases counted expanded). Iterative, and it stops at the limit:
+    it never expands an alias bomb, and follows a recursive alias only that far."""
+    count = 0
+    stack: list[tuple[Any, int, str]] = [(value, 1, "")]
+    while stack:
+        item, depth, where = stack.pop()
+        count += 1
+        if count > MAX_VALUES:
+            raise ConfigError(
+                f"{name}: {where or 'config'}: more than {MAX_VALUES:,} values (counting "
+                "each YAML alias as the copy it stands for)"
+            )
+        if isinstance(item, Mapping):
+            children: list[tuple[Any, str]] = [
+                (v, f"{where}.{k}" if where else str(k)) for k, v in item.items()
+            ]
+        elif isinstance(item, list | tuple):
+            children = [(v, where) for v in item]
+        else:
+            continue
+        if depth > MAX_DEPTH:
+            raise ConfigError(f"{name}: {where or 'config'}: nested deeper than {MAX_DEPTH} levels")
+        # Errors name the key two levels down at most (`message.body`): deeper paths of
+        # a bomb or a deep list say nothing more.
+        stack.extend((v, depth + 1, w if w.count(".") < 2 else where) for v, w in children)
 
 
 _MAX_EXTENDS = 10
@@ -86,16 +134,22 @@ def _extended(raw: dict[str, Any], name: str, base: Path, chain: list[Path]) -> 
     return merged
 
 
-def _secrets(seen: Substituted, cfg: BotConfig) -> list[str]:
+def _env_secrets(seen: Substituted, public: Collection[str], secret: Collection[str]) -> list[str]:
+    """The environment values read that are secret (docs/http-adapter.md)."""
     out: list[str] = []
     for name, value in seen.values.items():
-        if name in cfg.public_env:
+        if name in public:
             continue
         places = seen.locations.get(name, [])
         only_url = all(p in ("base_url", "name") for p in places)
-        if only_url and not _SECRET_NAME.search(name) and name not in cfg.secret_env:
+        if only_url and not _SECRET_NAME.search(name) and name not in secret:
             continue
         out.append(value)
+    return out
+
+
+def _secrets(seen: Substituted, cfg: BotConfig) -> list[str]:
+    out = _env_secrets(seen, cfg.public_env, cfg.secret_env)
     header_maps = [cfg.headers, cfg.message.headers, cfg.tool_results.headers or {}]
     header_maps += [s.headers for s in (cfg.session.start, cfg.session.end) if s is not None]
     for headers in header_maps:
@@ -104,6 +158,31 @@ def _secrets(seen: Substituted, cfg: BotConfig) -> list[str]:
                 out.extend(_header_secret_parts(value))
     # Longest first, so a value containing another is replaced whole.
     return sorted({s for s in out if len(s) >= 4}, key=len, reverse=True)
+
+
+def _error_secrets(seen: Substituted, raw: Any) -> list[str]:
+    """What to mask in a load error, before the config is known to be valid: the values
+    `_secrets` would keep, read from the unvalidated mapping (a malformed `public_env`
+    makes no value public), and every literal credential-like header value."""
+    doc = raw if isinstance(raw, Mapping) else {}
+
+    def names(key: str) -> set[str]:
+        listed = doc.get(key)
+        return {n for n in listed if isinstance(n, str)} if isinstance(listed, list) else set()
+
+    out = _env_secrets(seen, names("public_env"), names("secret_env"))
+    sections = [doc, *(doc.get(k) for k in ("message", "tool_results", "health"))]
+    session = doc.get("session")
+    if isinstance(session, Mapping):
+        sections += [session.get("start"), session.get("end")]
+    for section in sections:
+        headers = section.get("headers") if isinstance(section, Mapping) else None
+        if not isinstance(headers, Mapping):
+            continue
+        for header, value in headers.items():
+            if isinstance(value, str) and _SECRET_NAME.search(str(header)):
+                out.extend(_header_secret_parts(value))
+    return out
 
 
 def _header_secret_parts(value: str) -> list[str]:
@@ -124,6 +203,7 @@ def load_config(
     """Read, merge over the preset, substitute the environment, validate."""
     env = os.environ if environ is None else environ
     if isinstance(source, Mapping):
+        _check_size(source, "http config")
         raw: Any = _extended(dict(source), "http config", Path.cwd(), [])
         name = "http config"
     else:
@@ -144,9 +224,19 @@ def load_config(
     except EnvSubstError as exc:
         raise ConfigError(f"{name}: {exc}") from None
     try:
+        cfg = _validated(name, substituted)
+    except ConfigError as exc:
+        # A message may quote a value (`base_url: ... got 'https//...?key=...'`): every
+        # secret read from the environment is masked, wherever it appears.
+        raise ConfigError(mask_values(str(exc), _error_secrets(seen, substituted))) from None
+    return LoadedConfig(config=cfg, secrets=_secrets(seen, cfg), source=name)
+
+
+def _validated(name: str, substituted: Any) -> BotConfig:
+    try:
         cfg = BotConfig.model_validate(substituted)
     except ValidationError as exc:
         raise ConfigError(format_validation(name, exc)) from None
     check_templates(name, cfg)
     check_jmespath(name, cfg)
-    return LoadedConfig(config=cfg, secrets=_secrets(seen, cfg), source=name)
+    return cfg

@@ -9,10 +9,8 @@ from __future__ import annotations
 import json
 from typing import TYPE_CHECKING, Any
 
-import jmespath
-
 from adapters.http.config import BotConfig, RequestSpec
-from adapters.http.mapping import MappedReply, MappingError, map_reply
+from adapters.http.mapping import MappedReply, MappingError, evaluate, map_reply
 from adapters.http.templates import render_string
 from adapters.http.transport import Exchange, HttpTransport, quote_payload
 from tau_adapters.jsonsafe import printable
@@ -112,7 +110,10 @@ class HttpAdapter:
         exchange = await self._call(cfg.session.start)
         self._pending.append(exchange)
         if cfg.session.id_path:
-            sid = jmespath.search(cfg.session.id_path, exchange.document)
+            try:
+                sid = evaluate("session.id_path", cfg.session.id_path, exchange.document)
+            except MappingError as exc:
+                raise self._protocol_error(exchange, str(exc)) from None
             if not isinstance(sid, str | int) or isinstance(sid, bool) or sid == "":
                 raise AdapterProtocolError(
                     f"session start reply from {exchange.method} {exchange.url} has no session "
@@ -255,10 +256,11 @@ class HttpAdapter:
         return merged
 
     def _protocol_error(self, exchange: Exchange, reason: str) -> AdapterProtocolError:
-        payload = quote_payload(self.provider.redactor, exchange.document)
+        redactor = self.provider.redactor
+        payload = quote_payload(redactor, exchange.document)
         return AdapterProtocolError(
             f"reply from {exchange.method} {exchange.url} does not match the response mapping: "
-            f"{reason}; payload: {payload}"
+            f"{printable(redactor.text(reason))}; payload: {payload}"
         )
 
     def _usage(self, exchanges: list[Exchange]) -> Usage | None:
@@ -269,8 +271,12 @@ class HttpAdapter:
         for exchange in exchanges:
             usage.calls += 1
             for attr in ("prompt_tokens", "completion_tokens"):
-                expr = getattr(spec, attr)
-                value = jmespath.search(expr, exchange.document) if expr else None
+                try:
+                    value = evaluate(
+                        f"response.usage.{attr}", getattr(spec, attr), exchange.document
+                    )
+                except MappingError as exc:
+                    raise self._protocol_error(exchange, str(exc)) from None
                 if isinstance(value, int) and not isinstance(value, bool):
                     setattr(usage, attr, getattr(usage, attr) + value)
         return usage

@@ -29,10 +29,26 @@ class MappedReply:
     handoff: bool = False
 
 
-def _search(expr: str | None, document: Any) -> Any:
+_REASON_LIMIT = 200
+
+
+def evaluate(key: str, expr: str | None, document: Any) -> Any:
+    """The config's expression `key` (`response.end`...) applied to a bot's reply. Any
+    failure is the reply's: a `MappingError` naming the key and the expression (JMESPath's
+    own errors, and what its built-ins raise on odd values: `ceil` of 1e999 overflows,
+    of NaN is a ValueError)."""
     if not expr:
         return None
-    return jmespath.search(expr, document)
+    try:
+        return jmespath.search(expr, document)
+    except Exception as exc:  # whatever the reply makes the expression do
+        what = " ".join(str(exc).split())
+        if len(what) > _REASON_LIMIT:
+            what = what[:_REASON_LIMIT] + "..."
+        kind = type(exc).__name__
+        raise MappingError(
+            f"{key} ({expr!r}) failed on the reply: {kind}{': ' + what if what else ''}"
+        ) from None
 
 
 def _texts(value: Any, expr: str) -> list[str]:
@@ -96,15 +112,15 @@ def _calls(value: Any, mapping: ResponseMapping, counter: int) -> list[ToolCall]
             continue
         if not isinstance(item, dict):
             raise MappingError(f"tool call #{i} should be an object, got {type(item).__name__}")
-        name = _search(spec.name, item)
+        name = evaluate("response.tool_call.name", spec.name, item)
         if not isinstance(name, str) or not name:
             raise MappingError(
                 f"tool call #{i} has no name at response.tool_call.name ({spec.name!r})"
             )
-        call_id = _search(spec.id, item) if spec.id else None
+        call_id = evaluate("response.tool_call.id", spec.id, item)
         if call_id is None or call_id == "":
             call_id = f"call_{counter + len(calls) + 1}"
-        arguments = _arguments(_search(spec.arguments, item), name)
+        arguments = _arguments(evaluate("response.tool_call.arguments", spec.arguments, item), name)
         calls.append(ToolCall(id=str(call_id), name=name, arguments=arguments, raw=item))
     return calls
 
@@ -114,14 +130,12 @@ def map_reply(
 ) -> MappedReply:
     """Apply the mapping. `counter` numbers tool calls that come without an id; with
     `allow_empty` a reply holding nothing is not an error (the caller merges replies)."""
-    try:
-        texts = _texts(_search(mapping.messages, document), mapping.messages or "")
-        calls = _calls(_search(mapping.tool_calls, document), mapping, counter)
-        end = bool(_search(mapping.end, document))
-        handoff = bool(_search(mapping.handoff, document))
-    except jmespath.exceptions.JMESPathError as exc:
-        whole = " ".join(str(exc).split())
-        raise MappingError(f"JMESPath failed on the reply: {whole}") from None
+    texts = _texts(
+        evaluate("response.messages", mapping.messages, document), mapping.messages or ""
+    )
+    calls = _calls(evaluate("response.tool_calls", mapping.tool_calls, document), mapping, counter)
+    end = bool(evaluate("response.end", mapping.end, document))
+    handoff = bool(evaluate("response.handoff", mapping.handoff, document))
     if not allow_empty and not texts and not calls and not end and not handoff:
         raise MappingError(
             "the reply holds no message and no tool call "

@@ -27,6 +27,7 @@ from adapters.http.templates import render, render_string
 from tau_adapters import jsonsafe
 from tau_adapters.protocol import (
     AdapterAuthError,
+    AdapterConfigError,
     AdapterError,
     AdapterProtocolError,
     AdapterTimeoutError,
@@ -92,6 +93,8 @@ async def call_with_retries(
     def retryable(exc: BaseException) -> bool:
         if isinstance(exc, _RetryableStatus):
             return True
+        if isinstance(exc, httpx.LocalProtocolError):
+            return False  # our request is not valid HTTP: sending it again cannot help
         return policy.connection_errors and isinstance(exc, httpx.TransportError)
 
     def wait(state: RetryCallState) -> float:
@@ -243,8 +246,15 @@ class HttpTransport:
             kwargs["params"] = params
         if body is not None:
             kwargs["json"] = body
-        request = self.client.build_request(spec.method, url, **kwargs)
-        response = await self.client.send(request, stream=True)
+        try:
+            request = self.client.build_request(spec.method, url, **kwargs)
+            response = await self.client.send(request, stream=True)
+        except (httpx.LocalProtocolError, UnicodeEncodeError) as exc:
+            raise AdapterConfigError(
+                f"the request {spec.method} {shown_url} cannot be sent as HTTP: "
+                f"{type(exc).__name__}: {self._quote(str(exc))} (a header rendered from "
+                "the config's templates holds a line break, control or non-ASCII character?)"
+            ) from None
         try:
             status = response.status_code
             if 300 <= status < 400:
