@@ -17,11 +17,13 @@ Depends on nothing but the standard library.
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import os
 import re
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
+from urllib.parse import parse_qsl, quote, urlsplit, urlunsplit
 
 MASK = "***"
 """What a masked secret inside a string becomes."""
@@ -74,7 +76,8 @@ def fingerprint(value: Any) -> str:
 
 def redact_secrets(value: Any) -> Any:
     """A copy of a JSON-like value with every secret-looking key's value fingerprinted, at
-    any depth (None stays None: an unset secret is not a secret). Idempotent."""
+    any depth (None stays None: an unset secret is not a secret), and the secrets inside
+    strings too (`redact_string`). Idempotent."""
     if isinstance(value, Mapping):
         return {
             k: fingerprint(v) if v is not None and is_secret_key(str(k)) else redact_secrets(v)
@@ -82,7 +85,45 @@ def redact_secrets(value: Any) -> Any:
         }
     if isinstance(value, list | tuple):
         return [redact_secrets(v) for v in value]
+    if isinstance(value, str):
+        return redact_string(value)
     return value
+
+
+_KEY_VALUE = re.compile(r"([A-Za-z_][\w.-]*)([ \t]*[=:][ \t]*)([^\n]+)")
+
+
+def redact_string(text: str) -> str:
+    """`text` with the secrets a setting's string may carry fingerprinted: the password of
+    a URL (`https://user:PASS@host`), a URL's query parameters with secret-looking names
+    (`?api-key=...`), and the value of a `KEY=VALUE` string with a secret-looking KEY (a
+    `--session-param api_token=...`). Anything else is returned as it is."""
+    match = _KEY_VALUE.fullmatch(text)
+    if match and "/" not in match.group(1) and is_secret_key(match.group(1)):
+        return f"{match.group(1)}{match.group(2)}{fingerprint(match.group(3))}"
+    if "://" not in text:
+        return text
+    try:
+        parts = urlsplit(text)
+        password = parts.password
+    except ValueError:
+        return text
+    netloc = parts.netloc
+    if password:
+        user, _, host = netloc.rpartition("@")
+        name = user.split(":", 1)[0]
+        netloc = f"{name}:{fingerprint(password)}@{host}"
+    query = parts.query
+    if query:
+        pairs = parse_qsl(query, keep_blank_values=True)
+        if any(is_secret_key(k) for k, _ in pairs):
+            query = "&".join(
+                f"{quote(k, safe='')}={fingerprint(v) if is_secret_key(k) else quote(v, safe='')}"
+                for k, v in pairs
+            )
+    if netloc == parts.netloc and query == parts.query:
+        return text
+    return urlunsplit((parts.scheme, netloc, parts.path, query, parts.fragment))
 
 
 def secret_values(value: Any, *, under_secret: bool = False) -> set[str]:
@@ -134,6 +175,62 @@ def mask_values(value: Any, secrets: Iterable[str | None], *, mask: str = MASK) 
         return item
 
     return walk(value)
+
+
+_JSON_SHORT_ESCAPES = {
+    '"': '"',
+    "\\": "\\",
+    "/": "/",
+    "\b": "b",
+    "\f": "f",
+    "\n": "n",
+    "\r": "r",
+    "\t": "t",
+}
+
+
+def _any_case(hex_digits: str) -> str:
+    return "".join(f"[{c.lower()}{c.upper()}]" if c.isalpha() else c for c in hex_digits)
+
+
+def _char_spellings(char: str) -> str:
+    """A regex for one character as it appears literally, JSON-escaped (`\\/`, `\\n`,
+    `\\u00e9`, a surrogate pair; escaped again when JSON sits inside a JSON string) or
+    percent-encoded (`%2F`, `%C3%A9`, `%252F` when encoded twice, `+` for a space)."""
+    options = [re.escape(char)]
+    units = char.encode("utf-16-be", errors="surrogatepass")
+    options.append(
+        "".join(r"\\+u" + _any_case(units[i : i + 2].hex()) for i in range(0, len(units), 2))
+    )
+    if char in _JSON_SHORT_ESCAPES:
+        options.append(r"\\+" + re.escape(_JSON_SHORT_ESCAPES[char]))
+    utf8 = char.encode("utf-8", errors="surrogatepass")
+    options.append("".join("%(?:25)*" + _any_case(f"{b:02X}") for b in utf8))
+    if char == " ":
+        options.append(r"\+")
+    return "(?:" + "|".join(options) + ")"
+
+
+@functools.lru_cache(maxsize=256)
+def _encoded_pattern(secret: str) -> re.Pattern[str]:
+    return re.compile("".join(_char_spellings(c) for c in secret))
+
+
+def mask_encoded(text: str, secrets: Iterable[str | None], *, mask: str = MASK) -> str:
+    """`text` with every known secret masked, also where it is spelled the way a JSON
+    encoder or a URL encoder writes it: `sekrit\\/tok` (PHP and others escape `/`), any
+    character as `\\uXXXX` (either case; `ensure_ascii`, Go's `\\u003c`), short escapes
+    (`\\"`, `\\\\`, `\\n`), the same escaped again (JSON inside a JSON string),
+    `%2F`/`%2f` percent-encoding (also twice, `%252F`) and `+` for a space, characters
+    mixed freely. For text a peer produced (an error body, a reply quoted as is), where
+    `Redactor.text`'s plain substring match would miss an echoed secret."""
+    ordered = _ordered(secrets)
+    text = _mask_text(text, ordered, mask)
+    if not ordered or not any(c in text for c in "\\%+"):
+        return text  # every encoded spelling needs one of these
+    for secret in ordered:
+        text = _encoded_pattern(secret).sub(lambda _: mask, text)
+    return text
 
 
 def environment_secrets(environ: Mapping[str, str] | None = None) -> list[str]:

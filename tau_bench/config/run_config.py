@@ -17,7 +17,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 from tau_adapters.conversation import DEFAULT_MAX_STEPS
-from tau_adapters.redaction import redact_secrets
+from tau_adapters.redaction import redact_secrets, redact_string
 from tau_bench.config.ray_address import check_ray_address
 from tau_bench.task_ids import expand_task_ids
 
@@ -278,15 +278,21 @@ class RunConfig(BaseModel):
 
     def fingerprint(self) -> dict[str, Any]:
         """The fields that change results (secrets hashed): resume requires equality."""
-        data = self.model_dump(exclude=set(_NOT_RESULT_FIELDS))
-        data["agent_options"] = redact_secrets(self.agent_options)
-        return data
+        return _redacted(self.model_dump(exclude=set(_NOT_RESULT_FIELDS)))
 
     def public_dict(self) -> dict[str, Any]:
         """The whole config for result headers, with secret-looking options hashed."""
-        data = self.model_dump()
-        data["agent_options"] = redact_secrets(self.agent_options)
-        return data
+        return _redacted(self.model_dump())
+
+
+def _redacted(data: dict[str, Any]) -> dict[str, Any]:
+    """A dumped config with its secrets hashed: secret-looking agent options, and the
+    credentials a model endpoint's URL may carry (`https://user:PASS@host/v1?api-key=...`)."""
+    data["agent_options"] = redact_secrets(data["agent_options"])
+    for name in ("api_base", "user_api_base"):
+        if data.get(name) is not None:
+            data[name] = redact_string(data[name])
+    return data
 
 
 def episode_seed(seed: int, task_id: int | str, trial: int) -> int:

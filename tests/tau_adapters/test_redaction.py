@@ -125,4 +125,29 @@ def test_the_sdk_module_imports_only_the_standard_library() -> None:
         if isinstance(node, ast.Import)
         for alias in node.names
     }
-    assert roots <= {"__future__", "hashlib", "os", "re", "collections", "typing"}
+    assert roots <= {"__future__", "hashlib", "os", "re", "collections", "typing", "urllib"}
+
+
+@pytest.mark.parametrize(
+    ("text", "kept", "hidden"),
+    [
+        ("https://user:PASS1234@host/v1", "https://user:", "PASS1234"),
+        ("https://host/v1?api-key=QKEY1234&model=m", "model=m", "QKEY1234"),
+        ("api_token=TOK12345", "api_token=", "TOK12345"),
+        ("Authorization: Bearer BEARER12", "Authorization: ", "BEARER12"),
+    ],
+)
+def test_secrets_inside_strings_are_hashed_idempotently(text: str, kept: str, hidden: str) -> None:
+    from tau_adapters.redaction import redact_string
+
+    out = redact_string(text)
+    assert kept in out and hidden not in out and redact_string(out) == out
+
+
+@pytest.mark.parametrize(
+    "text", ["https://host/v1?model=m", "lang=en", "projects/p/agents/a", "a\nkey=v", "http://[x"]
+)
+def test_strings_without_secrets_are_left_alone(text: str) -> None:
+    from tau_adapters.redaction import redact_string
+
+    assert redact_string(text) == text
