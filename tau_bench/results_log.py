@@ -13,7 +13,12 @@ import os
 import threading
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, BinaryIO
+
+try:
+    import fcntl
+except ImportError:  # pragma: no cover - Windows
+    fcntl = None  # type: ignore[assignment]
 
 from tau_bench.json_decode import loads
 from tau_bench.records import EpisodeRecord
@@ -76,6 +81,30 @@ def read_log(path: Path) -> LogContents:
     return LogContents(header=header, records=records, bad_lines=bad)
 
 
+def _is_document(line: bytes) -> bool:
+    try:
+        loads(line)
+    except (json.JSONDecodeError, UnicodeDecodeError):
+        return False
+    return True
+
+
+def _lock_for_writing(fh: BinaryIO, path: Path) -> None:
+    """An exclusive advisory lock on the log for as long as `fh` is open: two processes
+    resuming one log at once would both run its missing episodes (paying twice) and
+    interleave their lines. Released by the OS when the process ends, however it ends."""
+    if fcntl is None:  # not POSIX: no advisory locks
+        return
+    try:
+        fcntl.flock(fh.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        fh.close()
+        raise LogFileError(
+            f"{path} is being written by another tau run (a run or a resume of it is "
+            "still going): wait for it to end, or stop it, then resume"
+        ) from None
+
+
 class ResultsLog:
     """Append-only JSONL with group commit: every line is fsynced before `aclose` returns.
 
@@ -88,6 +117,7 @@ class ResultsLog:
     def __init__(self, path: Path) -> None:
         self.path = path
         self._fh = path.open("ab")
+        _lock_for_writing(self._fh, path)
         self._pending: list[bytes] = []
         self._queue_lock = threading.Lock()  # held for a list operation only
         self._flusher: asyncio.Task[None] | None = None
@@ -105,13 +135,21 @@ class ResultsLog:
 
     @classmethod
     def reopen(cls, path: Path, note: dict[str, Any]) -> ResultsLog:
-        """Reopen for appending: drop a partial last line, then note the resume."""
+        """Reopen for appending (refused while another process writes it), end the last
+        line, then note the resume.
+
+        A last line without its newline is kept when it is a whole JSON document (as
+        `read_log` counted it: an editor or a copy dropped the newline) and dropped when it
+        is not (a run killed mid-write)."""
+        log = cls(path)
         with path.open("r+b") as fh:
             data = fh.read()
             end = data.rfind(b"\n") + 1
             if end != len(data):
-                fh.truncate(end)
-        log = cls(path)
+                if _is_document(data[end:]):
+                    fh.write(b"\n")
+                else:
+                    fh.truncate(end)
         log._write_now([_dumps({"type": "resume", **note}).encode("utf-8")])
         return log
 

@@ -45,6 +45,7 @@ from tau_bench.results import (
     record_from_exception,
     write_json_atomic,
 )
+from tau_bench.results_log import LogFileError
 from tau_bench.runner.breaker import CircuitBreaker
 from tau_bench.runner.collector import run_pace
 from tau_bench.runner.deadlines import (
@@ -130,6 +131,8 @@ class Runner:
     def _open_log(self) -> ResultsLog:
         try:
             return self._open_log_file()
+        except LogFileError as exc:  # in use by another process
+            raise RunConfigError(str(exc)) from None
         except OSError as exc:  # a --log-dir that is a file, read-only, on a full disk...
             where = self.plan.log_path.parent
             raise RunConfigError(

@@ -134,6 +134,37 @@ async def test_partial_last_line_is_ignored_then_truncated_on_reopen(tmp_path):
     assert sorted(contents.records) == [(0, 0), (1, 0)] and contents.bad_lines == 0
 
 
+async def test_a_whole_last_line_without_its_newline_is_kept_on_reopen(tmp_path):
+    """`read_log` counts a last line that is a whole record (an editor or a copy dropped
+    its newline): reopening must not then cut it off, which lost that episode."""
+    path = tmp_path / "run.jsonl"
+    log = ResultsLog.create(path, {"run_name": "run"})
+    log.append(_record(task_id=0, trial=0))
+    log.append(_record(task_id=1, trial=0))
+    await log.aclose()
+    path.write_bytes(path.read_bytes().rstrip(b"\n"))
+    assert sorted(read_log(path).records) == [(0, 0), (1, 0)]
+    log = ResultsLog.reopen(path, {"at": "now"})
+    log.append(_record(task_id=2, trial=0))
+    await log.aclose()
+    contents = read_log(path)
+    assert sorted(contents.records) == [(0, 0), (1, 0), (2, 0)] and contents.bad_lines == 0
+
+
+async def test_a_log_being_written_cannot_be_reopened_by_another_writer(tmp_path):
+    """Two resumes of one log at once would both run its missing episodes: the second
+    is refused while the first holds the log, and may go once it is closed."""
+    path = tmp_path / "run.jsonl"
+    first = ResultsLog.create(path, {"run_name": "run"})
+    with pytest.raises(LogFileError, match="being written by another tau run"):
+        ResultsLog.reopen(path, {"at": "now"})
+    first.append(_record(task_id=0, trial=0))
+    await first.aclose()
+    second = ResultsLog.reopen(path, {"at": "later"})
+    await second.aclose()
+    assert list(read_log(path).records) == [(0, 0)]
+
+
 async def test_a_cancelled_flush_loses_no_record(tmp_path):
     """Ctrl-C (or a crash) cancels every task, the log's flusher too: a batch it had
     handed to a thread that had not started yet must still reach the file, once."""
