@@ -61,6 +61,14 @@ class EvalConfig(BaseModel):
     def _check(self) -> EvalConfig:
         if len(set(self.user_models)) != len(self.user_models):
             raise ValueError("user_models lists a model twice")
+        files: dict[str, str] = {}
+        for model in self.user_models:
+            other = files.setdefault(safe_file_part(model), model)
+            if other != model:
+                raise ValueError(
+                    f"user models {other!r} and {model!r} would write the same files "
+                    f"({self.name}__{safe_file_part(model)}.*): name one of them differently"
+                )
         for k in self.ks or []:
             if not 1 <= k <= self.num_samples:
                 raise ValueError(f"k={k} must be between 1 and num_samples ({self.num_samples})")

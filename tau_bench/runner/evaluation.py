@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import os
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -31,6 +32,7 @@ def prepare_eval(config: EvalConfig, *, resume: bool = False) -> dict[str, RunPl
 
     Runs that already have a log are resumed with `resume`, and refused without it.
     """
+    _check_writable(config.output_path)
     total = int(config.run.get("max_concurrency") or 1)
     n = len(config.user_models)
     plans: dict[str, RunPlan] = {}
@@ -45,6 +47,21 @@ def prepare_eval(config: EvalConfig, *, resume: bool = False) -> dict[str, RunPl
         existing = str(log) if log.exists() else None
         plans[model] = prepare_run(config.run_config(model, max_concurrency=share, resume=existing))
     return plans
+
+
+def _check_writable(path: Path) -> None:
+    """Refuse an `--output` the report could not be written to, before any episode runs
+    (the report is written last: an unusable path lost it after the whole eval)."""
+    if path.is_dir():
+        raise RunConfigError(f"--output {path} is a directory; give a file name")
+    parent = path.parent
+    for ancestor in (parent, *parent.parents):
+        if ancestor.exists():
+            if not ancestor.is_dir():
+                raise RunConfigError(f"--output {path}: {ancestor} is not a directory")
+            if not os.access(ancestor, os.W_OK):
+                raise RunConfigError(f"--output {path}: {ancestor} is not writable")
+            return
 
 
 def eval_report(

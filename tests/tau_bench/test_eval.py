@@ -131,6 +131,7 @@ def test_eval_config_from_a_mapping(tmp_path):
         ({"user_models": ["a"], "num_samples": 2, "ks": [3]}, "k=3 must be between 1 and"),
         ({"user_models": ["a"], "num_samples": 2, "num_trials": 3}, "same setting"),
         ({"user_models": ["a", "a"]}, "twice"),
+        ({"user_models": ["openai/gpt-4o", "openai:gpt-4o"]}, "would write the same files"),
         ({"user_models": ["a"], "envv": "x"}, "envv: unknown setting"),
         ({"user_models": ["a"], "run_name": "x"}, "run_name is set by tau eval"),
         ({"user_models": ["a"], "name": "a/b"}, "file-name part"),
@@ -254,3 +255,18 @@ def test_tau_eval_bad_file_is_one_line(tmp_path):
     assert result.exit_code == 2
     assert result.output.strip().startswith("error: num_samples")
     assert "Traceback" not in result.output
+
+
+@pytest.mark.parametrize("output", ["a_dir", "a_file/report.json"])
+def test_an_unusable_output_is_refused_before_any_episode_runs(tmp_path, output):
+    """The report is written last: an --output that is a directory, or under a file, lost
+    it (a traceback) after every episode had run."""
+    (tmp_path / "a_dir").mkdir()
+    (tmp_path / "a_file").write_text("x")
+    config = write_eval(tmp_path / "eval.yaml", tmp_path / "logs")
+    result = CliRunner().invoke(
+        app, ["eval", "--config", str(config), "--output", str(tmp_path / output)]
+    )
+    assert result.exit_code == 2, result.output
+    assert result.output.strip().startswith("error: --output") and "Traceback" not in result.output
+    assert not (tmp_path / "logs").exists()
