@@ -43,6 +43,17 @@ def test_help_texts_are_plain_text_under_rich_markup() -> None:
     assert not lost, "\n".join(lost)
 
 
+def test_every_command_says_what_it_is_for() -> None:
+    """`tau --help` lists each command with its help; one without (`ces` had none) is a
+    blank line in the list a new user reads first."""
+    silent = [
+        path
+        for path, command in _commands(typer.main.get_command(app), "tau")
+        if path != "tau" and not (command.help or command.short_help)
+    ]
+    assert not silent, silent
+
+
 def test_the_ray_extra_is_named_in_run_help() -> None:
     done = subprocess.run(
         [str(TAU), "run", "--help"],

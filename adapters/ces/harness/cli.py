@@ -13,7 +13,11 @@ import typer
 
 from tau_bench.cli.errors import UserError
 
-app = typer.Typer(no_args_is_help=True, add_completion=False)
+app = typer.Typer(
+    help="CX Agent Studio (CES) apps: provision one for a domain, check it answers, emulate it.",
+    no_args_is_help=True,
+    add_completion=False,
+)
 
 _APP = "App"
 _CONN = "Connection"
