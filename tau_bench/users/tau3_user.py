@@ -31,8 +31,9 @@ from tau_adapters.protocol import (
     UserSimulator,
 )
 from tau_bench.data.errors import DataDirError
+from tau_bench.data.files import read_text
 from tau_bench.llm import Completion, LLMConfig, complete
-from tau_bench.tau3.data import prompt_text, resolve_tau3_data_dir
+from tau_bench.tau3.data import PULL_HINT, prompt_text, resolve_tau3_data_dir
 from tau_bench.users import prompts
 from tau_bench.users.llm_users import LLMUser
 
@@ -51,7 +52,7 @@ def tau3_user_system_prompt(
     with `tools`, the guidelines for a user that has tools of its own."""
     template = prompt_text(root, "user_system_prompt")
     path = Path(root) / (GUIDELINES_TOOLS if tools else GUIDELINES)
-    text = guidelines or path.read_text(encoding="utf-8")
+    text = guidelines or read_text(path, PULL_HINT)
     return template.replace(
         "{global_user_sim_guidelines_with_persona}", text.replace("<PERSONA_GUIDELINES>", "")
     ).replace("{instructions}", scenario)

@@ -177,3 +177,16 @@ def test_tau_run_and_tau_tasks_say_one_line_and_exit_2(tmp_path: Path, case: str
 def test_telecom_tasks_list_says_one_line_and_exits_2(tmp_path: Path, case: str) -> None:
     domain, root, problem = damaged_root(tmp_path, case)
     _one_line(_tau(root, "tasks", "list", "--env", f"tau3/{domain}"), problem)
+
+
+def test_user_guidelines_that_are_not_text_are_a_data_dir_error(tmp_path: Path) -> None:
+    from tau_bench.tau3.data import PROMPTS_DIR
+    from tau_bench.users.tau3_user import GUIDELINES, tau3_user_system_prompt
+
+    (tmp_path / PROMPTS_DIR).mkdir(parents=True)
+    (tmp_path / PROMPTS_DIR / "user_system_prompt.txt").write_text("{instructions}")
+    guidelines = tmp_path / GUIDELINES
+    guidelines.parent.mkdir(parents=True)
+    guidelines.write_bytes(b"\xff\xfe not text")
+    with pytest.raises(DataDirError, match="simulation_guidelines.md is not UTF-8 text"):
+        tau3_user_system_prompt(tmp_path, "scenario")
