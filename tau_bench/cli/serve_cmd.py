@@ -26,6 +26,9 @@ from tau_bench.service.settings import (
 SCORES_PANEL = "GET /scores defaults (MT-bench compatibility)"
 GRACEFUL_SHUTDOWN = 5  # seconds open requests (long polls) get before runs are stopped
 MIN_TOKEN_LENGTH = 16
+# uvicorn's log levels (`uvicorn.config.LOG_LEVELS`), listed here so that a bad one is a
+# usage error before uvicorn is imported.
+LOG_LEVELS = ("critical", "error", "warning", "info", "debug", "trace")
 
 
 def _note(message: str) -> None:
@@ -40,7 +43,11 @@ def scores_settings(
 ) -> dict[str, Any]:
     """The run settings `GET /scores` uses: defaults < YAML file < flags, validated."""
     from tau_bench.config import RunConfigError, load_yaml
-    from tau_bench.service.submission import SubmissionError, config_from_request
+    from tau_bench.service.submission import (
+        SubmissionError,
+        check_strategies,
+        config_from_request,
+    )
 
     settings: dict[str, Any] = dict(DEFAULT_SCORES_SETTINGS)
     if config_file is not None:
@@ -57,7 +64,8 @@ def scores_settings(
     for per_request in ("model", "env", "task_ids"):
         settings.pop(per_request, None)  # the request decides these
     try:
-        config_from_request({**settings, "model": "model-of-the-request"})
+        config = config_from_request({**settings, "model": "model-of-the-request"})
+        check_strategies(config)  # that they exist here; the env is the request's
     except SubmissionError as exc:
         fail(f"GET /scores settings: {exc.field}: {exc.message}")
     return settings
@@ -73,8 +81,10 @@ def registered_agents(path: Path | None) -> dict[str, dict[str, Any]]:
         RunConfigError,
         build_config,
         config_from_mapping,
+        normalize_key,
         read_yaml_mapping,
     )
+    from tau_bench.service.settings import SERVER_FIELDS
 
     if path is None:
         return {}
@@ -86,11 +96,14 @@ def registered_agents(path: Path | None) -> dict[str, dict[str, Any]]:
     for name, entry in data.items():
         if not isinstance(entry, dict):
             fail(f"--agent-configs: {name!r} must be a mapping of run settings")
+        owned = sorted(SERVER_FIELDS & {normalize_key(str(k)) for k in entry})
+        if owned:
+            fail(f"--agent-configs: {name}: {owned[0]}: set by the server, not by a config")
         try:
             settings = config_from_mapping(dict(entry))
             build_config(settings)
-        except RunConfigError as exc:
-            fail(f"--agent-configs: {name}: {exc}")
+        except RunConfigError as exc:  # pydantic's prefix says nothing to an operator
+            fail(f"--agent-configs: {name}: {str(exc).replace('Value error, ', '')}")
         out[str(name)] = settings
     return out
 
@@ -182,12 +195,31 @@ def serve(
             rich_help_panel=SCORES_PANEL,
         ),
     ] = None,
+    max_unfinished_runs: Annotated[
+        int,
+        typer.Option(
+            "--max-unfinished-runs",
+            min=1,
+            help="Runs queued or running at most; a request for more is refused (429).",
+        ),
+    ] = 50,
+    scores_timeout: Annotated[
+        float,
+        typer.Option(
+            "--scores-timeout",
+            min=1.0,
+            max=7 * 24 * 3600.0,
+            help="Seconds GET /scores waits for its run before answering 504.",
+            rich_help_panel=SCORES_PANEL,
+        ),
+    ] = 3600.0,
     log_level: Annotated[
-        str, typer.Option("--log-level", help="uvicorn log level (info, warning, debug...).")
+        str,
+        typer.Option("--log-level", help=f"uvicorn log level: {', '.join(LOG_LEVELS)}."),
     ] = "info",
 ) -> None:
     """Serve the evaluation HTTP API: submit runs, follow them, fetch scores and reports."""
-    from tau_bench.service.settings import ServiceSettings, default_state_dir
+    from tau_bench.service.settings import ServiceLimits, ServiceSettings, default_state_dir
     from tau_bench.service.store import StoreError, lock_state_dir
 
     if no_auth:
@@ -203,6 +235,8 @@ def serve(
             fail(f"no API token: set {TOKEN_ENV} (or --token), or use --no-auth on localhost")
         if len(token) < MIN_TOKEN_LENGTH:
             _note(f"warning: the API token is short (under {MIN_TOKEN_LENGTH} characters)")
+    if log_level.lower() not in LOG_LEVELS:
+        fail(f"--log-level: unknown level {log_level!r} (one of: {', '.join(LOG_LEVELS)})")
     if backend not in ("local", "ray"):
         fail(f"--backend: unknown backend {backend!r} (local or ray)")
     try:
@@ -222,6 +256,8 @@ def serve(
         state_dir=(state_dir or default_state_dir()).expanduser(),
         token=token,
         max_runs=max_runs,
+        limits=ServiceLimits(max_unfinished_runs=max_unfinished_runs),
+        scores_timeout=scores_timeout,
         data_dir=str(data_dir) if data_dir else None,
         tau3_data_dir=str(tau3_data_dir) if tau3_data_dir else None,
         scores_settings=scores_settings(
@@ -240,22 +276,20 @@ def serve(
     from tau_adapters.extras import require
 
     require("service")
-    import uvicorn
-
+    from tau_bench.service import server
     from tau_bench.service.api import create_app
 
     try:
+        sock = server.bind(host, port)  # before the app resumes any run: one clear error
+    except OSError as exc:
+        fail(f"cannot listen on {host}:{port}: {exc.strerror or exc}")
+    try:
         app = create_app(settings)
     except StoreError as exc:
+        sock.close()
         fail(str(exc))
     _note(
         f"state in {settings.state_dir}; at most {max_runs} run(s) at once; "
         f"auth {'bearer token' if token else 'DISABLED'}"
     )
-    uvicorn.run(
-        app,
-        host=host,
-        port=port,
-        log_level=log_level,
-        timeout_graceful_shutdown=GRACEFUL_SHUTDOWN,
-    )
+    server.serve(app, sock, log_level.lower(), GRACEFUL_SHUTDOWN)

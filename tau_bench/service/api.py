@@ -25,9 +25,10 @@ except ModuleNotFoundError:  # one line naming the extra, not a traceback
     raise
 
 from tau_adapters.redaction import secret_values
+from tau_bench.config import RunConfig
 from tau_bench.service import artifacts
 from tau_bench.service.guard import client_settings, read_body
-from tau_bench.service.manager import RunManager, RunNotFound, RunStateConflict
+from tau_bench.service.manager import RunManager, RunNotFound, RunStateConflict, TooManyRuns
 from tau_bench.service.scores_compat import failure_reason, split_model
 from tau_bench.service.settings import ServiceSettings
 from tau_bench.service.store import (
@@ -84,6 +85,12 @@ def _validation_field(loc: tuple[Any, ...] | list[Any]) -> str:
     return parts[0] if parts else "body"
 
 
+async def _client_gone(request: Request) -> None:
+    """Returns when the client has disconnected (the ASGI server's `http.disconnect`)."""
+    while (await request.receive())["type"] != "http.disconnect":
+        pass  # the (empty) body of the request; the next message waits for the client
+
+
 def create_app(settings: ServiceSettings) -> FastAPI:
     """The app; its lifespan opens the state database and starts/stops the runs."""
     settings.prepare()
@@ -116,6 +123,10 @@ def create_app(settings: ServiceSettings) -> FastAPI:
     async def _submission_error(request: Request, exc: SubmissionError) -> JSONResponse:
         return JSONResponse(exc.to_dict(), status_code=exc.status)
 
+    @app.exception_handler(TooManyRuns)
+    async def _too_many_runs(request: Request, exc: TooManyRuns) -> JSONResponse:
+        return JSONResponse({"detail": str(exc)}, status_code=429)
+
     @app.exception_handler(RequestValidationError)
     async def _request_error(request: Request, exc: RequestValidationError) -> JSONResponse:
         first = exc.errors()[0]
@@ -141,10 +152,17 @@ def create_app(settings: ServiceSettings) -> FastAPI:
             return run_view(row)
         return run_view(row, progress=live.to_dict(), summary=live.summary())
 
-    async def _submit(data: dict[str, Any], origin: str) -> RunRow:
-        config = config_from_request(data)
-        await asyncio.to_thread(check_runnable, config, settings.data_dir_for(config.envs))
-        return manager.submit(config, origin)
+    async def _submit(config: RunConfig, origin: str, agent_config: str | None = None) -> RunRow:
+        limit = settings.limits.max_episodes
+        await asyncio.to_thread(check_runnable, config, settings.data_dir_for(config.envs), limit)
+        return manager.submit(config, origin, agent_config)
+
+    def _validated(raw: bytes) -> tuple[RunConfig, str | None]:
+        """A request body -> its RunConfig and the agent config it names. Blocking (JSON of
+        up to a megabyte, task ids): run in a worker thread, off the event loop."""
+        data = parse_body(raw)
+        merged, agent_config = client_settings(data, settings.agent_configs, settings.limits)
+        return config_from_request(merged), agent_config
 
     @api.get("/openapi.json", include_in_schema=False)
     async def openapi() -> dict[str, Any]:
@@ -162,9 +180,10 @@ def create_app(settings: ServiceSettings) -> FastAPI:
 
     @api.post("/runs", status_code=202)
     async def submit_run(request: Request) -> JSONResponse:
-        limits = settings.limits
-        data = parse_body(await read_body(request, limits.max_body_bytes))
-        row = await _submit(client_settings(data, settings.agent_configs, limits), "api")
+        raw = await read_body(request, settings.limits.max_body_bytes)
+        manager.check_capacity()  # early; `submit` checks again, atomically
+        config, agent_config = await asyncio.to_thread(_validated, raw)
+        row = await _submit(config, "api", agent_config)
         return JSONResponse(
             {"run_id": row.id, "status": row.status, "links": links(row.id)},
             status_code=202,
@@ -245,6 +264,7 @@ def create_app(settings: ServiceSettings) -> FastAPI:
 
     @api.get("/scores")
     async def compat_scores(
+        request: Request,
         model: str | None = Query(default=None),
         subset: str | None = Query(default=None),
         task_id: int | None = Query(default=None, alias="taskID", ge=0),
@@ -260,15 +280,16 @@ def create_app(settings: ServiceSettings) -> FastAPI:
             data["model_provider"] = provider
         if task_id is not None:
             data["task_ids"] = [task_id]
+        manager.check_capacity()
         try:
-            row = await _submit(data, "scores")
+            row = await _submit(await asyncio.to_thread(config_from_request, data), "scores")
         except SubmissionError as exc:
             if exc.field == "env":
                 exc.field = "subset"
             elif exc.field == "task_ids":
                 exc.field = "taskID"
             raise
-        row = await manager.wait(row.id, None)
+        row = await _await_scores_run(request, row)
         if row.status == COMPLETED:
             reason = failure_reason(await _records(row))
             if reason is None:
@@ -280,7 +301,33 @@ def create_app(settings: ServiceSettings) -> FastAPI:
             raise HTTPException(409, detail=f"run {row.id} was cancelled")
         if row.status == FAILED:
             raise HTTPException(502, detail=f"run {row.id} failed: {row.error}")
-        raise HTTPException(503, detail=f"the server is stopping; run {row.id} resumes later")
+        if manager.closing:
+            raise HTTPException(503, detail=f"the server is stopping; run {row.id} resumes later")
+        raise HTTPException(
+            504,
+            detail=f"run {row.id} is still {row.status} after {settings.scores_timeout:g} s; "
+            f"follow it at /runs/{row.id}",
+        )
+
+    async def _await_scores_run(request: Request, row: RunRow) -> RunRow:
+        """The run once finished, the deadline passed or the server stopping; a client
+        that goes away meanwhile cancels it (nobody would collect its scores)."""
+        done = asyncio.ensure_future(manager.wait(row.id, settings.scores_timeout))
+        gone = asyncio.ensure_future(_client_gone(request))
+        try:
+            await asyncio.wait({done, gone}, return_when=asyncio.FIRST_COMPLETED)
+        except BaseException:
+            done.cancel()
+            raise
+        finally:
+            gone.cancel()
+        if done.done():
+            return done.result()
+        done.cancel()
+        try:
+            return await manager.cancel(row.id, note="cancelled: the GET /scores client went away")
+        except RunStateConflict:  # it finished meanwhile
+            return manager.get(row.id)
 
     app.include_router(api)
     return app

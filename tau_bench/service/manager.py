@@ -38,6 +38,9 @@ from tau_bench.service.store import (
 from tau_bench.service.views import scrub
 
 log = logging.getLogger("tau_bench.service")
+# Where a stored config keeps the name of the registered agent config it used (not a
+# RunConfig field: removed before the run is built, shown instead of the options).
+AGENT_CONFIG_KEY = "agent_config"
 CANCEL_GRACE = 30.0  # seconds DELETE waits for the runner to write what finished
 
 
@@ -47,6 +50,10 @@ class RunNotFound(LookupError):
 
 class RunStateConflict(RuntimeError):
     """The run is not in a state that allows the request (e.g. cancelling a finished run)."""
+
+
+class TooManyRuns(RuntimeError):
+    """The server already holds its limit of unfinished runs (a 429: retry later)."""
 
 
 class Progress:
@@ -94,7 +101,7 @@ class RunManager:
         self._tasks: dict[str, asyncio.Task[None]] = {}
         self._progress: dict[str, Progress] = {}
         self._finished: dict[str, asyncio.Event] = {}
-        self._cancel_asked: set[str] = set()
+        self._cancel_asked: dict[str, str] = {}  # run id -> the note of its cancel
         self._closing = False
         self._stopped: asyncio.Event | None = None
 
@@ -113,28 +120,56 @@ class RunManager:
         self._pump()
         return resumed
 
-    async def stop(self) -> None:
-        """Stop every run (they go back to `queued`, to resume on the next start)."""
+    def stopping(self) -> None:
+        """The server is stopping: start no more runs, and release every waiter now (a
+        long poll answers with the run as it is, `GET /scores` with a 503) - before the
+        HTTP server's grace period ends and it cancels open requests. Idempotent."""
         self._closing = True
         if self._stopped is not None:
             self._stopped.set()
+
+    async def stop(self) -> None:
+        """Stop every run (they go back to `queued`, to resume on the next start)."""
+        self.stopping()
         tasks = list(self._tasks.values())
         for task in tasks:
             task.cancel()
         await asyncio.gather(*tasks, return_exceptions=True)
 
+    @property
+    def closing(self) -> bool:
+        """True once the server began to stop."""
+        return self._closing
+
     # -- requests ----------------------------------------------------------------------
 
-    def submit(self, config: RunConfig, origin: str = "api") -> RunRow:
-        """Queue a validated run; it starts now if a slot is free."""
+    def check_capacity(self) -> None:
+        """TooManyRuns when the server holds `limits.max_unfinished_runs` queued or running
+        runs. Synchronous on the event loop: check and insert cannot interleave."""
+        limit = self.settings.limits.max_unfinished_runs
+        if self.store.count_unfinished() >= limit:
+            raise TooManyRuns(
+                f"the server already has {limit} unfinished (queued or running) runs, its "
+                "limit: retry when some have finished, or cancel some"
+            )
+
+    def submit(
+        self, config: RunConfig, origin: str = "api", agent_config: str | None = None
+    ) -> RunRow:
+        """Queue a validated run; it starts now if a slot is free. `agent_config` is the
+        operator's registered config it uses (its name is shown, its options are not)."""
+        self.check_capacity()
         run_id = uuid.uuid4().hex
+        stored = config.model_dump(mode="json")
+        if agent_config is not None:
+            stored[AGENT_CONFIG_KEY] = agent_config
         row = RunRow(
             id=run_id,
             status=QUEUED,
             origin=origin,
             created=now_iso(),
             run_name=config.run_name or run_id,
-            config=config.model_dump(mode="json"),
+            config=stored,
         )
         self.store.insert(row)
         self._pump()
@@ -150,16 +185,16 @@ class RunManager:
         """The observer of a run in progress (None when it is not running here)."""
         return self._progress.get(run_id) if run_id in self._tasks else None
 
-    async def cancel(self, run_id: str) -> RunRow:
+    async def cancel(self, run_id: str, note: str = "cancelled") -> RunRow:
         row = self.get(run_id)
         if row.terminal:
             raise RunStateConflict(f"run {run_id} is already {row.status}")
         task = self._tasks.get(run_id)
         if task is None:
-            self.store.update(run_id, status=CANCELLED, finished=now_iso(), note="cancelled")
+            self.store.update(run_id, status=CANCELLED, finished=now_iso(), note=note)
             self._signal(run_id)
             return self.get(run_id)
-        self._cancel_asked.add(run_id)
+        self._cancel_asked[run_id] = note
         task.cancel()
         await asyncio.wait({task}, timeout=CANCEL_GRACE)
         return self.get(run_id)
@@ -171,6 +206,7 @@ class RunManager:
             raise RunStateConflict(
                 f"run {run_id} is {row.status}; only cancelled or failed runs can be resumed"
             )
+        self.check_capacity()
         self.store.update(run_id, status=QUEUED, finished=None, error=None, note="resume requested")
         if run_id in self._finished:
             self._finished[run_id].clear()
@@ -219,6 +255,7 @@ class RunManager:
         """The stored config with the server's paths; resuming when a log exists."""
         run_dir = self.settings.run_dir(row.id)
         data = dict(row.config)
+        data.pop(AGENT_CONFIG_KEY, None)
         data.update(
             log_dir=str(run_dir),
             data_dir=self.settings.data_dir_for(str(data.get("env") or "retail").split(",")),
@@ -254,8 +291,9 @@ class RunManager:
         except asyncio.CancelledError:
             partial = runner.outcome.summary if runner and runner.outcome else None
             if run_id in self._cancel_asked or not self._closing:
+                note = self._cancel_asked.get(run_id, "cancelled")
                 self.store.update(
-                    run_id, status=CANCELLED, finished=now_iso(), summary=partial, note="cancelled"
+                    run_id, status=CANCELLED, finished=now_iso(), summary=partial, note=note
                 )
             else:
                 self.store.update(
@@ -282,7 +320,7 @@ class RunManager:
         finally:
             self._tasks.pop(run_id, None)
             self._progress.pop(run_id, None)
-            self._cancel_asked.discard(run_id)
+            self._cancel_asked.pop(run_id, None)
             if self.get(run_id).terminal:
                 self._signal(run_id)
             self._pump()

@@ -37,13 +37,16 @@ def default_state_dir() -> Path:
 
 @dataclass(frozen=True)
 class ServiceLimits:
-    """Upper bounds of what one request may ask for (`tau_bench.service.guard`: 422/413)."""
+    """Upper bounds of what one request may ask for (`tau_bench.service.guard`: 422/413),
+    and of the runs a server holds unfinished (`RunManager`: 429)."""
 
     max_body_bytes: int = 1_000_000
     max_trials: int = 100
     max_task_ids: int = 10_000
     max_episodes: int = 20_000
     max_concurrency: int = 64
+    # Runs not finished (queued or running) on the server at once: beyond it a 429.
+    max_unfinished_runs: int = 50
 
 
 @dataclass
@@ -57,6 +60,8 @@ class ServiceSettings:
     tau3_data_dir: str | None = None  # τ³ data (`--tau3-data-dir`)
     scores_settings: dict[str, Any] = field(default_factory=lambda: dict(DEFAULT_SCORES_SETTINGS))
     max_wait: float = 600.0
+    # How long `GET /scores` waits for its run before answering 504 (the run goes on).
+    scores_timeout: float = 3600.0
     # Agents with options, registered by the operator; requests name them (`agent_config`).
     agent_configs: dict[str, dict[str, Any]] = field(default_factory=dict)
     limits: ServiceLimits = field(default_factory=ServiceLimits)
@@ -67,12 +72,16 @@ class ServiceSettings:
     workers: int = 1
 
     def __post_init__(self) -> None:
+        if self.token is not None and not self.token.strip():
+            raise ValueError("the API token is empty")
         if self.max_runs < 1:
             raise ValueError("max_runs must be at least 1")
         if self.backend not in ("local", "ray"):
             raise ValueError(f"unknown backend {self.backend!r} (local or ray)")
         if self.workers < 1:
             raise ValueError("workers must be at least 1")
+        if not 0 < self.scores_timeout < float("inf"):
+            raise ValueError("scores_timeout must be a positive number of seconds")
         self.ray_address = check_ray_address(self.ray_address)
 
     def data_dir_for(self, envs: list[str]) -> str | None:
@@ -86,8 +95,6 @@ class ServiceSettings:
     def run_backend(self) -> dict[str, Any]:
         """The RunConfig fields every run of this server gets (where episodes run)."""
         return {"backend": self.backend, "ray_address": self.ray_address, "workers": self.workers}
-        if self.token is not None and not self.token.strip():
-            raise ValueError("the API token is empty")
 
     @property
     def db_path(self) -> Path:

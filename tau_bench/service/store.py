@@ -201,6 +201,14 @@ class RunStore:
             rows = self._db.execute(query, params).fetchall()
         return [_row(r) for r in rows]
 
+    def count_unfinished(self) -> int:
+        """Runs queued or running."""
+        with self._lock:
+            (count,) = self._db.execute(
+                "SELECT COUNT(*) FROM runs WHERE status IN (?, ?)", (QUEUED, RUNNING)
+            ).fetchone()
+        return int(count)
+
     def oldest(self, status: str) -> list[RunRow]:
         """Runs of `status` in submission order (the queue)."""
         with self._lock:

@@ -11,6 +11,7 @@ client gets a 422 at once rather than a failed run later.
 from __future__ import annotations
 
 import json
+import math
 from collections.abc import Mapping
 from typing import Any
 
@@ -53,9 +54,29 @@ def parse_body(raw: bytes) -> dict[str, Any]:
     except (json.JSONDecodeError, UnicodeDecodeError) as exc:
         message = getattr(exc, "msg", "not UTF-8")
         raise SubmissionError("body", f"not valid JSON ({message})") from None
+    except ValueError as exc:  # e.g. an integer of more than 4300 digits
+        message = str(exc).split(";", 1)[0]
+        raise SubmissionError("body", f"not valid JSON ({message})") from None
     if not isinstance(data, dict):
         raise SubmissionError("body", "expected a JSON object of run settings")
+    finite_numbers(data)
     return data
+
+
+def finite_numbers(data: Mapping[str, Any]) -> None:
+    """Refuse NaN and ±Infinity anywhere in a request (Python's JSON reads them, and
+    `1e999` as infinity): a deadline of Infinity is none, and they are not JSON when
+    written back. Names the top-level setting that holds one."""
+    for key, value in data.items():
+        stack = [value]
+        while stack:  # iterative: the depth is bounded by the JSON reader, not the stack
+            item = stack.pop()
+            if isinstance(item, float) and not math.isfinite(item):
+                raise SubmissionError(normalize_key(str(key)), "must be a finite number")
+            if isinstance(item, dict):
+                stack.extend(item.values())
+            elif isinstance(item, list):
+                stack.extend(item)
 
 
 def _field_of(message: str) -> str:
@@ -82,6 +103,7 @@ def _field_of(message: str) -> str:
 def config_from_request(data: Mapping[str, Any]) -> RunConfig:
     """Validate settings into a RunConfig (client requests and the server's `GET /scores`
     defaults alike: neither may name the server-owned paths)."""
+    finite_numbers(data)
     for key in data:
         name = normalize_key(str(key))
         if name in SERVER_FIELDS:
@@ -106,14 +128,9 @@ def config_from_request(data: Mapping[str, Any]) -> RunConfig:
     return config
 
 
-def check_runnable(config: RunConfig, data_dir: str | None) -> None:
-    """What needs the data and the plugins: strategies exist, domain, split and task ids
-    are valid. Blocking (reads the data on first use): call it in a worker thread."""
+def check_strategies(config: RunConfig) -> None:
+    """The agent and user strategies exist on this server and take the config."""
     from tau_adapters.registry import UnknownAdapterError, load_builder
-    from tau_bench.data.paths import DataDirError
-    from tau_bench.runner import prepare_run
-    from tau_bench.suites import UnknownDomainError, UnknownSplitError
-    from tau_bench.tasks import TaskFileError
     from tau_bench.users import UnknownUserStrategyError, build_user
 
     try:
@@ -130,9 +147,24 @@ def check_runnable(config: RunConfig, data_dir: str | None) -> None:
         raise SubmissionError("user_strategy", f"not available on this server: {exc}") from None
     except (ValueError, KeyError) as exc:
         raise SubmissionError("user_strategy", str(exc)) from None
-    probe = config.model_copy(update={"data_dir": data_dir, "resume": None})
+
+
+def check_runnable(
+    config: RunConfig, data_dir: str | None, max_episodes: int | None = None
+) -> None:
+    """What needs the data and the plugins: strategies exist, domain, split and task ids
+    are valid, and the selected tasks × trials are at most `max_episodes`. Blocking
+    (reads the data on first use): call it in a worker thread."""
+    from tau_bench.data.paths import DataDirError
+    from tau_bench.runner import prepare_run
+    from tau_bench.suites import UnknownDomainError, UnknownSplitError
+    from tau_bench.tasks import TaskFileError
+
+    check_strategies(config)
+    # One trial: the plan lists tasks × trials, and only the task count is needed here.
+    probe = config.model_copy(update={"data_dir": data_dir, "resume": None, "num_trials": 1})
     try:
-        prepare_run(probe)
+        plan = prepare_run(probe)
     except UnknownDomainError as exc:
         raise SubmissionError("env", str(exc)) from None
     except UnknownSplitError as exc:
@@ -143,3 +175,10 @@ def check_runnable(config: RunConfig, data_dir: str | None) -> None:
         raise SubmissionError("data_dir", f"the server has no benchmark data: {exc}", 503) from None
     except RunConfigError as exc:
         raise SubmissionError(_field_of(str(exc)), str(exc)) from None
+    episodes = len(plan.tasks) * config.num_trials
+    if max_episodes is not None and episodes > max_episodes:
+        raise SubmissionError(
+            "num_trials",
+            f"{len(plan.tasks)} tasks × {config.num_trials} trials is {episodes} episodes; "
+            f"at most {max_episodes} on this server (select fewer tasks or trials)",
+        )

@@ -3,7 +3,9 @@
 Secrets never leave the server: agent options whose names look secret (key, token,
 password...) are replaced by a short hash at any depth (a header map inside the options
 included), and any secret value that found its way into an error message is masked.
-Server paths (log dir, data dir) are left out: clients use the run's links instead.
+Server paths (log dir, data dir) are left out: clients use the run's links instead. A run
+of an operator's registered agent config shows the config's name, never its options (nor
+the API bases or files it may name).
 """
 
 from __future__ import annotations
@@ -17,6 +19,16 @@ from tau_bench.service.store import RunRow
 MASK = "<redacted>"
 _SERVER_ONLY = ("log_dir", "data_dir", "resume", "quiet")
 _SUMMARY_DROP = ("config", "files")
+# Where a stored config names its registered agent config (`manager.AGENT_CONFIG_KEY`).
+_AGENT_CONFIG = "agent_config"
+# What only an operator's config may set: hidden in runs of a registered agent config.
+_OPERATOR_ONLY = (
+    "agent_options",
+    "api_base",
+    "user_api_base",
+    "tasks_file",
+    "few_shot_displays_path",
+)
 
 
 def scrub(value: Any, secrets: Iterable[str]) -> Any:
@@ -26,6 +38,8 @@ def scrub(value: Any, secrets: Iterable[str]) -> Any:
 
 def public_config(config: dict[str, Any]) -> dict[str, Any]:
     out = {k: v for k, v in config.items() if k not in _SERVER_ONLY}
+    if out.get(_AGENT_CONFIG) is not None:  # the operator's: its name, not its settings
+        return {k: v for k, v in out.items() if k not in _OPERATOR_ONLY}
     out["agent_options"] = redact_secrets(config.get("agent_options") or {})
     return out
 

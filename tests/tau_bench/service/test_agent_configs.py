@@ -5,6 +5,8 @@ from __future__ import annotations
 import subprocess
 from pathlib import Path
 
+import pytest
+
 from tau_bench.cli.serve_cmd import registered_agents
 
 TAU = str(Path(__file__).resolve().parents[3] / ".venv" / "bin" / "tau")
@@ -33,3 +35,25 @@ def test_a_bad_entry_stops_the_server_with_one_line(tmp_path: Path) -> None:
     )
     assert proc.returncode == 2 and "Traceback" not in proc.stderr
     assert "--agent-configs: broken: agnet_id: unknown setting" in proc.stderr
+
+
+def test_an_entry_with_a_bad_option_or_a_server_path_is_one_clear_line(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    path = tmp_path / "agents.yaml"
+    for text, message in (
+        (
+            "bad:\n  agent_strategy: a2a\n  agent_url: ftp://x\n",
+            "error: --agent-configs: bad: a2a: option agent_url: must be an http(s) URL, "
+            "got 'ftp://x'\n",
+        ),
+        (
+            "bad:\n  agent_strategy: oracle\n  log-dir: /tmp/elsewhere\n",
+            "error: --agent-configs: bad: log_dir: set by the server, not by a config\n",
+        ),
+    ):
+        path.write_text(text)
+        with pytest.raises(SystemExit) as info:
+            registered_agents(path)
+        assert info.value.code == 2
+        assert capsys.readouterr().err == message

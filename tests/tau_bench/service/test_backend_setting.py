@@ -3,15 +3,16 @@ applied to every run; a request cannot choose it."""
 
 from __future__ import annotations
 
+import socket
 from pathlib import Path
 from typing import Any
 
 import pytest
-import uvicorn
 from typer.testing import CliRunner
 
 from tau_bench.cli.app import app as tau_app
 from tau_bench.config import RunConfig
+from tau_bench.service import server
 from tau_bench.service.guard import ServiceLimits, client_settings
 from tau_bench.service.manager import RunManager
 from tau_bench.service.settings import ServiceSettings
@@ -23,13 +24,20 @@ from tests.tau_bench.service.conftest import make_settings
 @pytest.fixture
 def served(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> list[tuple[Any, dict[str, Any]]]:
     calls: list[tuple[Any, dict[str, Any]]] = []
-    monkeypatch.setattr(uvicorn, "run", lambda app, **kw: calls.append((app, kw)))
+
+    def capture(app: Any, sock: socket.socket, log_level: str, graceful: float) -> None:
+        calls.append((app, {"log_level": log_level}))
+        sock.close()
+
+    monkeypatch.setattr(server, "serve", capture)
     monkeypatch.setenv("TAU_SERVE_STATE_DIR", str(tmp_path / "state"))
     return calls
 
 
 def serve(*args: str) -> Any:
-    return CliRunner().invoke(tau_app, ["serve", "--no-auth", "--host", "127.0.0.1", *args])
+    return CliRunner().invoke(
+        tau_app, ["serve", "--no-auth", "--host", "127.0.0.1", "--port", "0", *args]
+    )
 
 
 def test_the_backend_flags_reach_the_settings(served: list[Any]) -> None:

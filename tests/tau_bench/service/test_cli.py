@@ -21,6 +21,7 @@ import uvicorn
 from typer.testing import CliRunner
 
 from tau_bench.cli.app import app as tau_app
+from tau_bench.service import server
 from tau_bench.service.api import create_app
 from tau_bench.service.settings import ServiceSettings
 from tests.conftest import DATA_DIR
@@ -32,9 +33,15 @@ TAU = Path(sys.executable).parent / "tau"
 
 @pytest.fixture
 def invoke(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> Any:
-    """Run `tau serve ...` in-process with uvicorn.run captured instead of serving."""
+    """Run `tau serve ...` in-process with the serving captured instead of done (the
+    socket it would serve on is bound, then closed)."""
     served: list[tuple[Any, dict[str, Any]]] = []
-    monkeypatch.setattr(uvicorn, "run", lambda app, **kw: served.append((app, kw)))
+
+    def capture(app: Any, sock: socket.socket, log_level: str, graceful: float) -> None:
+        served.append((app, {"address": sock.getsockname()[:2], "log_level": log_level}))
+        sock.close()
+
+    monkeypatch.setattr(server, "serve", capture)
     monkeypatch.delenv("TAU_SERVE_TOKEN", raising=False)
     monkeypatch.setenv("TAU_SERVE_STATE_DIR", str(tmp_path / "state"))
 
@@ -59,11 +66,11 @@ def test_no_auth_is_for_loopback_only(invoke: Any) -> None:
     refused = invoke("--no-auth", "--host", "0.0.0.0")
     assert refused.exit_code == 2 and "--no-auth is for local development" in refused.stderr
     assert refused.served == []
-    allowed = invoke("--no-auth", "--host", "127.0.0.1", "--port", "9")
+    allowed = invoke("--no-auth", "--host", "127.0.0.1", "--port", "0")
     assert allowed.exit_code == 0, allowed.stderr
     (app, kwargs), *_ = allowed.served
     assert app.state.settings.token is None and "auth DISABLED" in allowed.stderr
-    assert (kwargs["host"], kwargs["port"]) == ("127.0.0.1", 9)
+    assert kwargs["address"][0] == "127.0.0.1" and kwargs["address"][1] > 0
 
 
 def test_token_from_the_environment_and_scores_defaults(invoke: Any, tmp_path: Path) -> None:
@@ -109,6 +116,72 @@ def test_bad_scores_settings_stop_the_server_from_starting(
     assert result.exit_code == 2
     assert result.stderr.startswith(f"error: {message}"), result.stderr
     assert result.served == []
+
+
+def test_a_bad_log_level_is_one_error_line(invoke: Any) -> None:
+    result = invoke("--log-level", "bogus", "--port", "0", env={"TAU_SERVE_TOKEN": TOKEN})
+    assert result.exit_code == 2
+    assert result.stderr == (
+        "error: --log-level: unknown level 'bogus' "
+        "(one of: critical, error, warning, info, debug, trace)\n"
+    )
+    assert result.served == []
+    upper = invoke("--log-level", "WARNING", "--port", "0", env={"TAU_SERVE_TOKEN": TOKEN})
+    assert upper.exit_code == 0, upper.stderr
+    assert upper.served[0][1]["log_level"] == "warning"
+
+
+def test_the_log_levels_are_uvicorns() -> None:
+    from tau_bench.cli.serve_cmd import LOG_LEVELS
+
+    assert set(LOG_LEVELS) == set(uvicorn.config.LOG_LEVELS)
+
+
+@pytest.mark.parametrize(
+    ("flags", "message"),
+    [
+        (
+            ["--scores-agent-strategy", "nope"],
+            "error: GET /scores settings: agent_strategy: unknown agent strategy 'nope'",
+        ),
+        (
+            ["--scores-user-strategy", "nope"],
+            "error: GET /scores settings: user_strategy: unknown user strategy 'nope'",
+        ),
+    ],
+)
+def test_unknown_scores_strategies_stop_the_server_from_starting(
+    invoke: Any, flags: list[str], message: str
+) -> None:
+    result = invoke(*flags, "--port", "0", env={"TAU_SERVE_TOKEN": TOKEN})
+    assert result.exit_code == 2
+    assert result.stderr.startswith(message), result.stderr
+    assert result.stderr.count("\n") == 1, result.stderr
+    assert result.served == []
+
+
+def test_a_port_in_use_is_one_error_line_before_any_run_resumes(
+    invoke: Any, tmp_path: Path
+) -> None:
+    from tau_bench.service.store import QUEUED, RunRow, RunStore
+
+    settings = make_settings(tmp_path / "state")  # the fixture's TAU_SERVE_STATE_DIR
+    settings.prepare()
+    store = RunStore(settings.db_path)
+    config = {**ORACLE, "task_ids": [13]}
+    store.insert(RunRow("r1", QUEUED, "api", "2024-01-01T00:00:00", "r1", config))
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen(1)
+        port = taken.getsockname()[1]
+        result = invoke("--port", str(port), env={"TAU_SERVE_TOKEN": TOKEN})
+    assert result.exit_code == 2
+    assert result.stderr.startswith(f"error: cannot listen on 127.0.0.1:{port}: "), result.stderr
+    assert result.stderr.count("\n") == 1, result.stderr
+    assert result.served == []
+    row = store.get("r1")  # never started, so never parked again
+    assert row is not None and (row.status, row.attempts, row.note) == (QUEUED, 0, None)
+    store.close()
 
 
 # -- the Docker image's entry command, run outside Docker ------------------------------

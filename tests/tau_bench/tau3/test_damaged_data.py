@@ -188,5 +188,5 @@ def test_user_guidelines_that_are_not_text_are_a_data_dir_error(tmp_path: Path) 
     guidelines = tmp_path / GUIDELINES
     guidelines.parent.mkdir(parents=True)
     guidelines.write_bytes(b"\xff\xfe not text")
-    with pytest.raises(DataDirError, match="simulation_guidelines.md is not UTF-8 text"):
+    with pytest.raises(DataDirError, match=r"simulation_guidelines\.md is not UTF-8 text"):
         tau3_user_system_prompt(tmp_path, "scenario")
