@@ -17,7 +17,6 @@ Depends on nothing but the standard library.
 
 from __future__ import annotations
 
-import functools
 import hashlib
 import os
 import re
@@ -177,6 +176,8 @@ def mask_values(value: Any, secrets: Iterable[str | None], *, mask: str = MASK) 
     return walk(value)
 
 
+# Escaping is followed to a bounded depth (JSON inside JSON inside JSON..., a URL encoded
+# twice...): an unbounded run would make a long run of backslashes quadratic to scan.
 _JSON_SHORT_ESCAPES = {
     '"': '"',
     "\\": "\\",
@@ -197,23 +198,32 @@ def _char_spellings(char: str) -> str:
     """A regex for one character as it appears literally, JSON-escaped (`\\/`, `\\n`,
     `\\u00e9`, a surrogate pair; escaped again when JSON sits inside a JSON string) or
     percent-encoded (`%2F`, `%C3%A9`, `%252F` when encoded twice, `+` for a space)."""
-    options = [re.escape(char)]
     units = char.encode("utf-16-be", errors="surrogatepass")
-    options.append(
-        "".join(r"\\+u" + _any_case(units[i : i + 2].hex()) for i in range(0, len(units), 2))
-    )
-    if char in _JSON_SHORT_ESCAPES:
-        options.append(r"\\+" + re.escape(_JSON_SHORT_ESCAPES[char]))
+    options = [
+        "".join(r"\\{1,15}u" + _any_case(units[i : i + 2].hex()) for i in range(0, len(units), 2))
+    ]
+    if char == "\\":
+        options.append(r"(?:\\\\){1,8}")  # `\\`, `\\\\` once escaped again: pairs
+    elif char in _JSON_SHORT_ESCAPES:
+        options.append(r"\\{1,15}" + re.escape(_JSON_SHORT_ESCAPES[char]))
     utf8 = char.encode("utf-8", errors="surrogatepass")
-    options.append("".join("%(?:25)*" + _any_case(f"{b:02X}") for b in utf8))
+    options.append("".join("%(?:25){0,3}" + _any_case(f"{b:02X}") for b in utf8))
     if char == " ":
         options.append(r"\+")
+    options.append(re.escape(char))  # last: an escaped spelling is masked whole
     return "(?:" + "|".join(options) + ")"
 
 
-@functools.lru_cache(maxsize=256)
+_PATTERNS: dict[str, re.Pattern[str]] = {}
+
+
 def _encoded_pattern(secret: str) -> re.Pattern[str]:
-    return re.compile("".join(_char_spellings(c) for c in secret))
+    pattern = _PATTERNS.get(secret)
+    if pattern is None:
+        if len(_PATTERNS) >= 256:
+            _PATTERNS.clear()
+        pattern = _PATTERNS[secret] = re.compile("".join(_char_spellings(c) for c in secret))
+    return pattern
 
 
 def mask_encoded(text: str, secrets: Iterable[str | None], *, mask: str = MASK) -> str:

@@ -22,7 +22,7 @@ from adapters.http.config import BotConfig, ConfigError, LoadedConfig
 from adapters.http.config_load import load_config
 from adapters.http.episode import HttpAdapter
 from adapters.http.options import HttpOptions
-from adapters.http.transport import HttpTransport, Sleep
+from adapters.http.transport import BotRedactor, HttpTransport, Sleep
 from tau_adapters.protocol import (
     AdapterConfigError,
     AdapterError,
@@ -30,7 +30,6 @@ from tau_adapters.protocol import (
     SessionContext,
     ToolServerRequest,
 )
-from tau_adapters.redaction import Redactor
 from tau_adapters.registry import AgentProvider
 
 
@@ -48,7 +47,7 @@ class HttpProvider:
     def __init__(self, loaded: LoadedConfig, *, sleep: Sleep | None = None) -> None:
         self.loaded = loaded
         self.config: BotConfig = loaded.config
-        self.redactor = Redactor(loaded.secrets, max_chars=loaded.config.raw_max_chars)
+        self.redactor = BotRedactor(loaded.secrets, max_chars=loaded.config.raw_max_chars)
         self._sleep = sleep
         self._clients: dict[asyncio.AbstractEventLoop, httpx.AsyncClient] = {}
         # Optional provider attributes (tau_adapters.registry): the config's `name:` names

@@ -20,6 +20,15 @@ _HEADER_NAME = re.compile(r"[!#$%&'*+\-.^_`|~0-9A-Za-z]+")
 _HEADER_VALUE = re.compile(r"[\t\x20-\x7e]*")
 
 
+_SENDABLE_VALUE = re.compile(r"(?:[\x21-\x7e](?:[\t\x20-\x7e]*[\x21-\x7e])?)?")
+
+
+def sendable_header_value(value: str) -> bool:
+    """Whether httpx (h11) sends `value` as a header value as it is: printable ASCII,
+    spaces and tabs inside, none at either end."""
+    return _SENDABLE_VALUE.fullmatch(value) is not None
+
+
 def check_headers(headers: dict[str, str] | None) -> dict[str, str] | None:
     """The headers unchanged, or a ValueError naming the first bad name or value (the
     value itself is not quoted: it may hold a credential)."""

@@ -7,11 +7,12 @@ templates, and maps replies to `AgentTurn`s; the shared clients are the provider
 from __future__ import annotations
 
 import json
+import re
 from typing import TYPE_CHECKING, Any
 
-from adapters.http.config import BotConfig, RequestSpec
+from adapters.http.config import BotConfig, RequestSpec, sendable_header_value
 from adapters.http.mapping import MappedReply, MappingError, evaluate, map_reply
-from adapters.http.templates import render_string
+from adapters.http.templates import PLACEHOLDER, render_string
 from adapters.http.transport import Exchange, HttpTransport, quote_payload
 from tau_adapters.jsonsafe import printable
 from tau_adapters.protocol import (
@@ -120,7 +121,47 @@ class HttpAdapter:
                     f"id at session.id_path ({cfg.session.id_path!r}); payload: "
                     f"{quote_payload(self.provider.redactor, exchange.document)}"
                 )
-            self._vars["bot_session_id"] = str(sid)
+            self._vars["bot_session_id"] = self._header_safe_session_id(exchange, str(sid))
+
+    def _header_safe_session_id(self, exchange: Exchange, sid: str) -> str:
+        """`sid` as the bot gave it, or the bot's protocol error when a header template
+        would put it (as text or `| tojson`) where HTTP cannot carry it: a line break or
+        other control character, a non-ASCII character, blanks at the value's ends. Caught
+        here, not when a later request cannot be built, where it would pass for a config
+        error (the harness's): a header that is unusable with any id stays the config's."""
+
+        def rendered(template: str, value: str) -> str:
+            def sub(match: re.Match[str]) -> str:
+                if match.group(1).split(".")[0] != "bot_session_id":
+                    return "x"  # other variables: a neutral stand-in
+                return render_string(match.group(0), {"bot_session_id": value})
+
+            return PLACEHOLDER.sub(sub, template)
+
+        for name, template in self._header_templates():
+            if "bot_session_id" not in template:
+                continue
+            if sendable_header_value(rendered(template, "x")) and not sendable_header_value(
+                rendered(template, sid)
+            ):
+                raise AdapterProtocolError(
+                    f"session start reply from {exchange.method} {exchange.url} gives a "
+                    f"session id (at session.id_path) not usable in an HTTP header: header "
+                    f"{name!r} would hold a line break, control or non-ASCII character or "
+                    f"start or end with a blank; session id: "
+                    f"{quote_payload(self.provider.redactor, sid)}"
+                )
+        return sid
+
+    def _header_templates(self) -> list[tuple[str, str]]:
+        """Every header (name, value template) a request after `session.start` may send."""
+        cfg = self.config
+        specs = [cfg.message, cfg.tool_results_request(), cfg.session.end]
+        headers = list(cfg.headers.items())
+        for spec in specs:
+            if spec is not None:
+                headers += spec.headers.items()
+        return headers
 
     def _use_tool_endpoint(self, session: SessionContext) -> None:
         endpoint = session.tool_endpoint
@@ -171,7 +212,7 @@ class HttpAdapter:
         all_exchanges = [*self._pending, *exchanges]
         self._pending = []
         agent_turn = AgentTurn(
-            messages=[printable(m) for m in reply.messages],
+            messages=[printable(self.provider.redactor.text(m)) for m in reply.messages],
             tool_calls=reply.tool_calls,
             end_conversation=reply.end,
             handoff=reply.handoff,

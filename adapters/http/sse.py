@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import AsyncIterator
 from dataclasses import dataclass
 from typing import Any
@@ -24,6 +25,41 @@ class Event:
             raise
         except ValueError:
             return self.data
+
+
+_LINE_END = re.compile(r"\r\n|\r|\n")
+
+
+class LineSplitter:
+    """Splits text arriving in pieces into lines at CRLF, LF or CR (the event-stream line
+    ends; a CRLF cut between two pieces is one line end). The unfinished line is held
+    until its end arrives: the caller bounds the bytes it feeds."""
+
+    def __init__(self) -> None:
+        self._parts: list[str] = []
+        self._after_cr = False
+
+    def feed(self, text: str, *, final: bool = False) -> list[str]:
+        """The lines `text` completes (without their line ends); with `final`, also the
+        last, unterminated one."""
+        lines: list[str] = []
+        if text:
+            if self._after_cr and text.startswith("\n"):
+                text = text[1:]  # the LF of a CRLF whose CR ended the previous piece
+            self._after_cr = False
+        if text:
+            pieces = _LINE_END.split(text)
+            if len(pieces) > 1:
+                lines.append("".join([*self._parts, pieces[0]]))
+                lines += pieces[1:-1]
+                self._parts = []
+                self._after_cr = text.endswith("\r")
+            if pieces[-1]:
+                self._parts.append(pieces[-1])
+        if final and self._parts:
+            lines.append("".join(self._parts))
+            self._parts = []
+        return lines
 
 
 async def read_events(lines: AsyncIterator[str], done: str | None = "[DONE]") -> list[Event]:

@@ -9,6 +9,7 @@ and response bodies, status, attempts, latency) for the trajectory.
 from __future__ import annotations
 
 import asyncio
+import codecs
 import email.utils
 import json
 import random
@@ -22,7 +23,7 @@ import httpx
 from tenacity import AsyncRetrying, RetryCallState, retry_if_exception, stop_after_attempt
 
 from adapters.http.config import BotConfig, RequestSpec, RetryConfig
-from adapters.http.sse import as_document, read_events
+from adapters.http.sse import LineSplitter, as_document, read_events
 from adapters.http.templates import render, render_string
 from tau_adapters import jsonsafe
 from tau_adapters.protocol import (
@@ -32,7 +33,7 @@ from tau_adapters.protocol import (
     AdapterProtocolError,
     AdapterTimeoutError,
 )
-from tau_adapters.redaction import Redactor
+from tau_adapters.redaction import Redactor, mask_encoded
 
 T = TypeVar("T")
 Sleep = Callable[[float], Awaitable[None]]
@@ -312,11 +313,23 @@ class HttpTransport:
     async def _limited_lines(
         self, spec: RequestSpec, shown_url: str, response: httpx.Response
     ) -> AsyncIterator[str]:
+        """The event stream's lines, its bytes counted as they arrive (not once a line is
+        whole): a stream past `max_response_bytes` fails at that byte, even inside one
+        endless line, which is therefore never held past the bound."""
+        limit = self.config.max_response_bytes
+        declared = response.headers.get("content-length", "")
+        if declared.isdigit() and int(declared) > limit:
+            raise self._too_big(spec, shown_url)
+        decoder = codecs.getincrementaldecoder(response.encoding or "utf-8")(errors="replace")
+        splitter = LineSplitter()
         size = 0
-        async for line in response.aiter_lines():
-            size += len(line) + 1
-            if size > self.config.max_response_bytes:
+        async for chunk in response.aiter_bytes():
+            size += len(chunk)
+            if size > limit:
                 raise self._too_big(spec, shown_url)
+            for line in splitter.feed(decoder.decode(chunk)):
+                yield line
+        for line in splitter.feed(decoder.decode(b"", True), final=True):
             yield line
 
     def _check_status(
@@ -371,9 +384,21 @@ class HttpTransport:
         return quote_text(self.redactor, text)
 
 
+class BotRedactor(Redactor):
+    """The HTTP adapter's `Redactor`: a secret is masked in any spelling a bot may echo
+    it in, JSON-escaped (`sekrit\\/tok`, `\\u0041`) or percent-encoded (`%2F`) as well
+    as verbatim (`tau_adapters.redaction.mask_encoded`), in recorded bodies and URLs
+    as in error messages."""
+
+    def text(self, value: str) -> str:
+        return mask_encoded(value, self.secrets)
+
+
 def quote_text(redactor: Redactor, text: str) -> str:
-    """Redacted, cut to a few hundred characters, control bytes escaped: safe to print."""
-    return jsonsafe.printable(Redactor.truncate(redactor.text(text), _QUOTE_LIMIT))
+    """Redacted (the secrets' JSON-escaped and percent-encoded spellings too), cut to a few
+    hundred characters, control bytes escaped: safe to print."""
+    masked = mask_encoded(text, redactor.secrets)
+    return jsonsafe.printable(Redactor.truncate(masked, _QUOTE_LIMIT))
 
 
 def quote_payload(redactor: Redactor, payload: Any) -> str:

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import ast
 import json
+import re
+import urllib.parse
 from pathlib import Path
 
 import pytest
@@ -15,6 +17,7 @@ from tau_adapters.redaction import (
     fingerprint,
     is_redacted,
     is_secret_key,
+    mask_encoded,
     mask_values,
     redact_secrets,
     redact_text,
@@ -151,3 +154,42 @@ def test_strings_without_secrets_are_left_alone(text: str) -> None:
     from tau_adapters.redaction import redact_string
 
     assert redact_string(text) == text
+
+
+ECHOED = 'sekrit/tök/A+B "q\\ 😀'
+
+
+@pytest.mark.parametrize(
+    "spelling",
+    [
+        ECHOED,
+        json.dumps(ECHOED),  # ensure_ascii: \u00f6, a surrogate pair, \" and \\
+        json.dumps(ECHOED, ensure_ascii=False),
+        json.dumps(ECHOED).replace("/", "\\/"),  # PHP and others escape "/"
+        json.dumps(ECHOED).upper(),  # hex digits in capitals; \U is no escape, left alone
+        json.dumps(ECHOED).replace("t", "\\u0074"),  # any character may be escaped
+        json.dumps(json.dumps({"auth": ECHOED}).replace("/", "\\/")),  # JSON in JSON
+        urllib.parse.quote(ECHOED, safe=""),
+        re.sub("%..", lambda m: m.group(0).lower(), urllib.parse.quote(ECHOED)),
+        urllib.parse.quote_plus(ECHOED),
+        urllib.parse.quote(urllib.parse.quote(ECHOED, safe=""), safe=""),  # encoded twice
+    ],
+)
+def test_mask_encoded_masks_json_escaped_and_percent_encoded_spellings(spelling: str) -> None:
+    masked = mask_encoded(f"bad auth Bearer {spelling}; bye", [ECHOED, "no"])
+    if spelling == json.dumps(ECHOED).upper():  # not a spelling of the secret: kept
+        assert masked == f"bad auth Bearer {spelling}; bye"
+        return
+    assert masked.startswith("bad auth Bearer ") and masked.endswith("; bye"), masked
+    assert MASK in masked
+    for piece in ("sekrit", "k/A", "A+B", "00f6", "00F6", "ude00"):
+        assert piece not in masked, masked
+
+
+def test_mask_encoded_leaves_other_text_and_plain_masking_alone() -> None:
+    text = 'C:\\dir %41 + "quoted\\/slash" \u0041'
+    assert mask_encoded(text, ["sekrit-token", None, "abc"]) == text  # "abc" is too short
+    assert mask_encoded("a sekrit-token b", ["sekrit-token"]) == "a *** b"
+    assert mask_encoded("x sekrit\\u002dtoken y", ["sekrit-token"], mask="#") == "x # y"
+    # the existing plain masking is unchanged: an escaped echo is not its business
+    assert Redactor(["sekrit/tok"]).text("sekrit\\/tok") == "sekrit\\/tok"

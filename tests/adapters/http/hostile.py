@@ -112,3 +112,27 @@ def endless(chunk: int = 64 * 1024) -> Handler:
             await writer.drain()
 
     return handle
+
+
+def then_hang(first: bytes) -> Handler:
+    """A bot that sends `first` (a head and the start of a body), then holds the
+    connection open without another byte until the server is stopped."""
+
+    async def handle(_: bytes, writer: asyncio.StreamWriter) -> None:
+        writer.write(first)
+        await writer.drain()
+        await asyncio.Event().wait()  # never set: cancelled when the server stops
+
+    return handle
+
+
+def pieces(*chunks: bytes, content_type: str = "text/event-stream") -> Handler:
+    """A bot that answers a 200 head, then `chunks` written one by one, then closes."""
+
+    async def handle(_: bytes, writer: asyncio.StreamWriter) -> None:
+        writer.write(head(content_type=content_type))
+        for chunk in chunks:
+            writer.write(chunk)
+            await writer.drain()
+
+    return handle
