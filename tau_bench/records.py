@@ -6,8 +6,9 @@ records needs no file machinery.
 
 from __future__ import annotations
 
+import math
 import traceback
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field, fields
 from datetime import datetime
 from typing import Any
@@ -16,6 +17,173 @@ from tau_adapters.redaction import mask_values
 from tau_bench.error_classes import AGENT_FAILURE, HARNESS, classify
 
 SUCCESS_TOLERANCE = 1e-6
+
+
+class RecordError(TypeError, ValueError):
+    """A record read from a file whose fields are not what every reader relies on; the
+    message names the field (the reader adds the file and line).
+
+    A TypeError too, as a record with a missing field always was (the dataclass refused
+    it), so that `results_log.read_log` skips and counts such a line as it skips one that
+    is not JSON, and its callers never see a new exception; the results readers
+    (`tau_bench.analysis.loading`, the resume) then look for the line and refuse it."""
+
+
+def _shown(value: Any) -> str:
+    text = repr(value)
+    return text if len(text) <= 60 else text[:57] + "..."
+
+
+def _finite(value: Any) -> bool:
+    """A JSON number that is a real, finite value (not a bool, NaN, ±Infinity or 1e999)."""
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        return False
+    try:
+        return math.isfinite(value)
+    except OverflowError:  # an integer beyond any float
+        return False
+
+
+def _check_number(where: str, value: Any, *, optional: bool = True) -> None:
+    if (value is None and optional) or _finite(value):
+        return
+    raise RecordError(f"{where}: expected a finite number, got {_shown(value)}")
+
+
+def _check_count(where: str, value: Any) -> None:
+    if isinstance(value, int) and not isinstance(value, bool) and value >= 0:
+        return
+    raise RecordError(f"{where}: expected a whole number >= 0, got {_shown(value)}")
+
+
+def _check_type(where: str, value: Any, kind: type, name: str) -> None:
+    # A JSON true/false is a Python int: never taken for a number or a count.
+    if not isinstance(value, kind) or (isinstance(value, bool) and kind is not bool):
+        raise RecordError(f"{where}: expected {name}, got {_shown(value)}")
+
+
+def _check_dicts(where: str, value: Any, *, optional: bool = True) -> list[dict[str, Any]]:
+    """`value`: a list of JSON objects (None too when `optional`); the objects."""
+    if value is None and optional:
+        return []
+    _check_type(where, value, list, "a list of objects")
+    for i, item in enumerate(value):
+        _check_type(f"{where}[{i}]", item, dict, "an object")
+    return list(value)
+
+
+def _check_usage(where: str, usage: Mapping[str, Any]) -> None:
+    for key in ("cost", "prompt_tokens", "completion_tokens", "calls"):
+        value = usage.get(key)
+        _check_number(f"{where}.{key}", value)
+        if value is not None and value < 0:
+            raise RecordError(f"{where}.{key}: expected a number >= 0, got {_shown(value)}")
+
+
+def _check_verdict(where: str, info: Mapping[str, Any]) -> None:
+    """What the readers take from a `reward_info` (and from its nested `info`)."""
+    _check_number(f"{where}.reward", info.get("reward"))
+    _check_dicts(f"{where}.actions", info.get("actions"))
+    _check_dicts(f"{where}.db_diff", info.get("db_diff"))
+    for key, kind, name in (("outputs", dict, "an object"), ("info", dict, "an object")):
+        if info.get(key) is not None:
+            _check_type(f"{where}.{key}", info[key], kind, name)
+    nested = info.get("info")
+    if isinstance(nested, dict):
+        _check_dicts(f"{where}.info.actions", nested.get("actions"))
+        _check_dicts(f"{where}.info.db_diff", nested.get("db_diff"))
+        if nested.get("outputs") is not None:
+            _check_type(f"{where}.info.outputs", nested["outputs"], dict, "an object")
+
+
+def _check_messages(messages: list[Any]) -> None:
+    for i, message in enumerate(_check_dicts("messages", messages, optional=False)):
+        where = f"messages[{i}]"
+        if message.get("role") is not None:
+            _check_type(f"{where}.role", message["role"], str, "a string")
+        for j, call in enumerate(_check_dicts(f"{where}.tool_calls", message.get("tool_calls"))):
+            if call.get("function") is not None:
+                _check_type(
+                    f"{where}.tool_calls[{j}].function", call["function"], dict, "an object"
+                )
+        _check_dicts(f"{where}.tool_messages", message.get("tool_messages"))
+
+
+def _check_reward(value: Any) -> None:
+    if value is None:
+        return
+    if not _finite(value) or not 0.0 <= value <= 1.0:
+        raise RecordError(f"reward: expected a number from 0 to 1 or null, got {_shown(value)}")
+
+
+def check_trial(value: Any, max_trials: int | None = None) -> None:
+    """`RecordError` unless `value` is a trial number: a whole number from 0, below
+    `max_trials` when given (a run's trials are held in memory: see `MAX_TRIALS`)."""
+    if not isinstance(value, int) or isinstance(value, bool) or value < 0:
+        raise RecordError(f"trial: expected a whole number >= 0, got {_shown(value)}")
+    if max_trials is not None and value >= max_trials:
+        raise RecordError(
+            f"trial {value} exceeds the limit of {max_trials:,} trials (0-{max_trials - 1})"
+        )
+
+
+def _check_task_id(value: Any) -> None:
+    if isinstance(value, int) and not isinstance(value, bool):
+        return
+    if isinstance(value, str) and value.strip():
+        return
+    raise RecordError(f"task_id: expected an integer or DOMAIN/N, got {_shown(value)}")
+
+
+_STRINGS = ("stop_reason", "agent_strategy", "user_strategy", "started_at", "domain")
+_OPTIONAL_STRINGS = ("model", "user_model")
+_COUNTS = ("steps", "user_turns", "dropped_tool_calls")
+_OBJECTS = ("task", "agent_usage", "user_usage", "judge_usage", "hashes")
+_OPTIONAL_OBJECTS = ("reward_info", "error", "cost")
+
+
+def check_record_fields(data: Mapping[str, Any], max_trials: int | None = None) -> None:
+    """`RecordError` naming the first field of a record (as `EpisodeRecord.from_dict`
+    takes it) that is not of the type the readers rely on: a reward outside [0, 1] or not
+    finite, a trial not below `max_trials` (when given), a trajectory that is not a list
+    of objects..."""
+    for name, value in data.items():
+        if name in _STRINGS:
+            _check_type(name, value, str, "a string")
+        elif name in _OPTIONAL_STRINGS and value is not None:
+            _check_type(name, value, str, "a string or null")
+        elif name in _COUNTS:
+            _check_count(name, value)
+        elif name in _OBJECTS:
+            _check_type(name, value, dict, "an object")
+        elif name in _OPTIONAL_OBJECTS and value is not None:
+            _check_type(name, value, dict, "an object or null")
+    _check_task_id(data["task_id"])
+    check_trial(data["trial"], max_trials)
+    _check_reward(data["reward"])
+    if "messages" in data:
+        _check_messages(data["messages"])
+    if "duration" in data:
+        _check_number("duration", data["duration"], optional=False)
+    if data.get("seed") is not None:
+        _check_type("seed", data["seed"], int, "an integer or null")
+    if "warnings" in data:
+        _check_type("warnings", data["warnings"], list, "a list of strings")
+        for i, warning in enumerate(data["warnings"]):
+            _check_type(f"warnings[{i}]", warning, str, "a string")
+    for i, turn in enumerate(_check_dicts("turns", data.get("turns", []), optional=False)):
+        _check_number(f"turns[{i}].latency", turn.get("latency"))
+    for name in ("agent_usage", "user_usage", "judge_usage"):
+        if name in data:
+            _check_usage(name, data[name])
+    for key, value in (data.get("cost") or {}).items():
+        _check_number(f"cost.{key}", value)
+    if data.get("reward_info") is not None:
+        _check_verdict("reward_info", data["reward_info"])
+    task = data.get("task") or {}
+    _check_dicts("task.actions", task.get("actions"))
+    if task.get("outputs") is not None:
+        _check_type("task.outputs", task["outputs"], list, "a list")
 
 
 def is_success(reward: float | None) -> bool:
@@ -92,8 +260,28 @@ class EpisodeRecord:
         return {"type": "episode", **{f.name: getattr(self, f.name) for f in fields(self)}}
 
     @classmethod
-    def from_dict(cls, data: dict[str, Any]) -> EpisodeRecord:
-        known = {f for f in cls.__dataclass_fields__}
+    def from_dict(cls, data: dict[str, Any], max_trials: int | None = None) -> EpisodeRecord:
+        """The record a log line holds, its fields checked (`check_record_fields`):
+        `RecordError` (a ValueError) for one that is missing or not what readers rely on."""
+        if not isinstance(data, dict):
+            raise RecordError(f"expected a JSON object, got {_shown(data)}")
+        known = cls.__dataclass_fields__
+        values = {k: v for k, v in data.items() if k in known}
+        missing = [name for name in ("task_id", "trial", "reward") if name not in values]
+        if missing:
+            raise RecordError(f"missing field(s): {', '.join(missing)}")
+        check_record_fields(values, max_trials)
+        if isinstance(values["reward"], int):
+            values["reward"] = float(values["reward"])
+        return cls(**values)
+
+    @classmethod
+    def from_own_line(cls, data: dict[str, Any]) -> EpisodeRecord:
+        """The record a line this run's own worker just encoded (`encode_record` of a
+        record made by `record_from_episode`), not checked again: the Ray driver decodes
+        every record of a run, and the checks of `from_dict` (for files) would cost it
+        ~40 µs each for nothing."""
+        known = cls.__dataclass_fields__
         return cls(**{k: v for k, v in data.items() if k in known})
 
 

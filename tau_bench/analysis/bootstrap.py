@@ -14,6 +14,10 @@ from dataclasses import dataclass
 
 from tau_bench.metrics import percentile
 
+MAX_RESAMPLES = 100_000
+"""Most resamples accepted: each is kept in memory (its mean), and far more than a
+percentile interval needs (10,000 is the default)."""
+
 
 @dataclass(frozen=True)
 class Interval:
@@ -37,8 +41,8 @@ def paired_bootstrap(
     """Mean of `diffs` (one per task) with a percentile bootstrap interval."""
     if not diffs:
         raise ValueError("no paired tasks to compare")
-    if resamples < 1:
-        raise ValueError("resamples must be at least 1")
+    if not 1 <= resamples <= MAX_RESAMPLES:
+        raise ValueError(f"resamples must be from 1 to {MAX_RESAMPLES:,}")
     if not 0 < confidence < 1:
         raise ValueError("confidence must be between 0 and 1")
     n = len(diffs)

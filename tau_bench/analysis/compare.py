@@ -19,6 +19,7 @@ from typing import Any
 
 from tau_bench.analysis.bootstrap import paired_bootstrap
 from tau_bench.analysis.loading import Run, split_by_user_model, with_domain_ids
+from tau_bench.config.eval_config import default_ks
 from tau_bench.metrics import pass_hat_k, success_counts, summarize, user_model_of
 from tau_bench.records import EpisodeRecord, is_success
 from tau_bench.task_ids import TaskId, ids_text, sort_key, sorted_ids
@@ -61,6 +62,15 @@ class RunRow:
     error_classes: dict[str, int] = field(default_factory=dict)
     avg_reward_unavailable_failed: float | None = None
     costs: dict[str, Any] = field(default_factory=dict)  # tau_bench.cost.totals
+    # Lines of the run's log that were not JSON, so not counted (a killed or corrupt run).
+    unreadable_lines: int = 0
+
+    @property
+    def shown_label(self) -> str:
+        """The label as tables show it: marked when lines of its log were left out."""
+        if not self.unreadable_lines:
+            return self.label
+        return f"{self.label} [{self.unreadable_lines} unreadable line(s) skipped]"
 
     @property
     def cost_total(self) -> float:
@@ -131,6 +141,14 @@ class Paired:
         return {**asdict(self), "significant": self.significant, "verdict": self.verdict}
 
 
+ALL_KS_UP_TO = 8
+
+
+def pass_ks(max_k: int) -> list[int]:
+    """The k of pass^k a comparison shows for runs of up to `max_k` trials."""
+    return list(range(1, max_k + 1)) if max_k <= ALL_KS_UP_TO else default_ks(max_k)
+
+
 @dataclass
 class Comparison:
     rows: list[RunRow]
@@ -145,6 +163,12 @@ class Comparison:
     by_user_model: bool = False
     # `tau_bench.analysis.confounds.ConfoundCheck.to_dict()` when the CLI checked the runs.
     confounds: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def ks(self) -> list[int]:
+        """The k of the pass^k shown: every k up to `ALL_KS_UP_TO` trials, else 1, 2, 4, ...
+        and the most trials (as `tau eval`), so 10,000 trials make 15 columns."""
+        return pass_ks(self.max_k)
 
     def to_dict(self) -> dict[str, Any]:
         """The `--json` output: plain data, keys as strings."""
@@ -233,7 +257,7 @@ def _row(index: int, run: Run, records: list[EpisodeRecord], max_k: int) -> RunR
         errors=summary["errors"],
         avg_reward=summary["avg_reward"],
         pass_hat_k={
-            k: pass_hat_k(counts, k) if k <= run.num_trials else None for k in range(1, max_k + 1)
+            k: pass_hat_k(counts, k) if k <= run.num_trials else None for k in pass_ks(max_k)
         },
         cost_agent=summary["cost"]["agent"],
         cost_user=summary["cost"]["user"],
@@ -243,6 +267,7 @@ def _row(index: int, run: Run, records: list[EpisodeRecord], max_k: int) -> RunR
         error_classes=summary["error_classes"],
         avg_reward_unavailable_failed=summary["unavailable_as_failures"]["avg_reward"],
         costs=summary["costs"],
+        unreadable_lines=run.bad_lines,
     )
 
 

@@ -15,19 +15,23 @@ log next to it, else worked out from the runner's round-robin when the file is c
 from __future__ import annotations
 
 import json
+from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
 from tau_bench.analysis.tau_bench_json import guess_env, parse_run_stem, record_from_tau_bench
+from tau_bench.config.run_config import MAX_TRIALS
+from tau_bench.json_decode import loads
 from tau_bench.metrics import domain_of, user_model_of
-from tau_bench.records import EpisodeRecord
-from tau_bench.results_log import LogFileError, read_log
+from tau_bench.records import EpisodeRecord, RecordError
+from tau_bench.results_log import LogContents, LogFileError, read_log
 from tau_bench.task_ids import TaskId, qualify, sort_key, task_domain
 
 
 class ResultsLoadError(ValueError):
-    """A results file or folder that cannot be read; the message names the file."""
+    """A results file or folder that cannot be read; the message names the file (and
+    the line or entry when one is malformed)."""
 
 
 LOG = "log"
@@ -51,8 +55,21 @@ class Run:
     task_split: str | None = None
     config: dict[str, Any] = field(default_factory=dict)
     header: dict[str, Any] = field(default_factory=dict)
-    bad_lines: int = 0
+    bad_lines: int = 0  # log lines that were not JSON (skipped), the unfinished one included
     manifest: dict[str, Any] = field(default_factory=dict)  # {} for runs written without
+    unfinished_line: bool = False  # one of the bad lines is the last, cut off mid-write
+
+    @property
+    def unreadable_note(self) -> str | None:
+        """`<file>: N unreadable line(s) skipped` (what the numbers leave out), or None."""
+        if not self.bad_lines:
+            return None
+        last = (
+            ", the last one unfinished (a run interrupted mid-write)"
+            if self.unfinished_line
+            else ""
+        )
+        return f"{self.path}: {self.bad_lines} unreadable line(s) skipped{last}"
 
     @property
     def agent(self) -> str:
@@ -125,12 +142,68 @@ def with_domain_ids(run: Run) -> Run:
 
 def _read_json(path: Path) -> Any:
     try:
-        with path.open("rb") as fh:
-            return json.load(fh)
+        return loads(path.read_bytes())
     except OSError as exc:
         raise ResultsLoadError(f"cannot read {path}: {exc.strerror}") from None
     except (json.JSONDecodeError, UnicodeDecodeError) as exc:
+        # JSONTooDeepError too: nesting Python's decoder cannot follow
         raise ResultsLoadError(f"{path}: not valid JSON ({exc})") from None
+
+
+def _type_error(where: str, value: Any, expected: str) -> RecordError:
+    shown = repr(value)
+    shown = shown if len(shown) <= 60 else shown[:57] + "..."
+    return RecordError(f"{where}: expected {expected}, got {shown}")
+
+
+def _optional_str(where: str, data: Mapping[str, Any], key: str) -> None:
+    value = data.get(key)
+    if value is not None and not isinstance(value, str):
+        raise _type_error(f"{where}{key}", value, "a string or null")
+
+
+def _optional_object(where: str, data: Mapping[str, Any], key: str) -> dict[str, Any]:
+    value = data.get(key)
+    if value is None:
+        return {}
+    if not isinstance(value, dict):
+        raise _type_error(f"{where}{key}", value, "an object or null")
+    return value
+
+
+def check_config(config: Mapping[str, Any], where: str = "config.") -> None:
+    """`RecordError` for a run config (a log header's, a summary's) whose fields the
+    readers use are not of their types; `num_trials` at most `MAX_TRIALS`."""
+    for key in ("env", "agent_strategy", "model", "user_strategy", "user_model", "task_split"):
+        _optional_str(where, config, key)
+    trials = config.get("num_trials")
+    if trials is not None and (
+        not isinstance(trials, int) or isinstance(trials, bool) or not 1 <= trials <= MAX_TRIALS
+    ):
+        raise _type_error(f"{where}num_trials", trials, f"a whole number from 1 to {MAX_TRIALS:,}")
+    models = config.get("user_models")
+    if models is not None and (
+        not isinstance(models, list) or not all(isinstance(m, str) for m in models)
+    ):
+        raise _type_error(f"{where}user_models", models, "a list of strings or null")
+
+
+def check_header(header: Any) -> None:
+    """`RecordError` for a log header (or a summary) whose fields the readers use are
+    not of their types: config, fingerprint, manifest and its parts, run name."""
+    if not isinstance(header, dict):
+        raise _type_error("header", header, "an object")
+    _optional_str("", header, "run_name")
+    _optional_str("", header, "task_data_hash")
+    _optional_object("", header, "fingerprint")
+    check_config(_optional_object("", header, "config"))
+    manifest = _optional_object("", header, "manifest")
+    for part in ("suite", "tasks", "agent", "user", "judge"):
+        _optional_object("manifest.", manifest, part)
+    _optional_object("manifest.suite.", _optional_object("manifest.", manifest, "suite"), "domains")
+    user = _optional_object("manifest.", manifest, "user")
+    if user.get("models") is not None and not isinstance(user["models"], list):
+        raise _type_error("manifest.user.models", user["models"], "a list or null")
 
 
 def _load_tau_bench(path: Path) -> Run:
@@ -142,18 +215,25 @@ def _load_tau_bench(path: Path) -> Run:
             f"{path}: not a τ-bench results file (expected a list of "
             "{task_id, reward, info, traj, trial})"
         )
-    try:
-        records = [record_from_tau_bench(e) for e in data]
-    except (TypeError, ValueError) as exc:
-        raise ResultsLoadError(f"{path}: malformed τ-bench entry ({exc})") from None
+    records: list[EpisodeRecord] = []
+    for i, entry in enumerate(data):
+        try:
+            records.append(record_from_tau_bench(entry, max_trials=MAX_TRIALS))
+        except (TypeError, ValueError) as exc:
+            raise ResultsLoadError(f"{path} entry {i}: malformed τ-bench entry ({exc})") from None
+    _refuse_duplicates(path, records)
     summary_path = path.with_name(path.stem + ".summary.json")
     config: dict[str, Any] = {}
     summary: Any = None
     run_name = path.stem
     if summary_path.is_file():
         summary = _read_json(summary_path)
-        if isinstance(summary, dict) and isinstance(summary.get("config"), dict):
-            config = summary["config"]
+        if isinstance(summary, dict):
+            try:
+                check_header(summary)  # what is read from it: config, manifest, run name
+            except RecordError as exc:
+                raise ResultsLoadError(f"{summary_path}: {exc}") from None
+            config = summary.get("config") or {}
             run_name = str(summary.get("run_name") or run_name)
     meta = {**parse_run_stem(path.stem), **{k: v for k, v in config.items() if v is not None}}
     user_strategy = str(meta.get("user_strategy") or "")
@@ -182,6 +262,24 @@ def _load_tau_bench(path: Path) -> Run:
         config=config,
         manifest=_manifest_of(summary),
     )
+
+
+def _refuse_duplicates(path: Path, records: list[EpisodeRecord]) -> None:
+    """A τ-bench list holds each (task, trial) once: it has no order that would say
+    which of two to keep (a log's last line wins; a list's last entry means nothing)."""
+    seen: set[tuple[TaskId, int]] = set()
+    duplicates: list[tuple[TaskId, int]] = []
+    for record in records:
+        if record.key in seen and record.key not in duplicates:
+            duplicates.append(record.key)
+        seen.add(record.key)
+    if duplicates:
+        shown = ", ".join(f"task {t} trial {n}" for t, n in duplicates[:5])
+        more = f" and {len(duplicates) - 5} more" if len(duplicates) > 5 else ""
+        raise ResultsLoadError(
+            f"{path}: {len(duplicates)} (task, trial) pair(s) appear more than once "
+            f"({shown}{more}); a τ-bench results file holds each episode once"
+        )
 
 
 def _manifest_of(container: Any) -> dict[str, Any]:
@@ -217,7 +315,7 @@ def _per_record_user_models(
     if log.is_file():
         try:
             logged = read_log(log).records
-        except LogFileError:
+        except LogFileError:  # the log itself reports it when read
             logged = {}
         found = [logged.get(r.key) for r in records]
         if all(f is not None for f in found):
@@ -228,11 +326,78 @@ def _per_record_user_models(
     return None
 
 
-def _load_log(path: Path) -> Run:
+def malformed_line(path: Path) -> str | None:
+    """`<file> line N: why` for the first line of a log whose header or record is
+    malformed (a record `read_log` skipped as it skips a line that is not JSON, a trial
+    of `MAX_TRIALS` or more), or None when there is none."""
+    header_seen = False
+    with path.open("rb") as fh:
+        for n, line in enumerate(fh, 1):
+            if not line.strip():
+                continue
+            try:
+                obj = loads(line)
+            except (json.JSONDecodeError, UnicodeDecodeError):
+                continue
+            is_header, header_seen = not header_seen, True
+            try:
+                if is_header:
+                    check_header(obj)
+                elif isinstance(obj, dict) and obj.get("type") == "episode":
+                    EpisodeRecord.from_dict(obj, max_trials=MAX_TRIALS)
+            except RecordError as exc:
+                return f"{path} line {n}: {'header: ' if is_header else ''}{exc}"
+    return None
+
+
+def _unfinished_last_line(path: Path) -> bool:
+    """Whether the log's last line was cut off mid-write: no newline after it and not
+    JSON. Read from the end, so a long log costs one short read."""
+    with path.open("rb") as fh:
+        size = fh.seek(0, 2)
+        if size == 0:
+            return False
+        fh.seek(size - 1)
+        if fh.read(1) == b"\n":
+            return False
+        tail, pos = b"", size
+        while pos > 0 and b"\n" not in tail:
+            step = min(1 << 16, pos)
+            pos -= step
+            fh.seek(pos)
+            tail = fh.read(step) + tail
+    last = tail.rsplit(b"\n", 1)[-1]
+    if not last.strip():
+        return False
+    try:
+        loads(last)
+    except (json.JSONDecodeError, UnicodeDecodeError):
+        return True
+    return False
+
+
+def read_checked_log(path: Path) -> LogContents:
+    """`read_log`, refusing (`ResultsLoadError` naming the line) a log whose header or
+    a record is malformed, or has a trial of `MAX_TRIALS` or more. Lines that are not
+    JSON (a run killed mid-write) stay skipped and counted in `bad_lines`."""
     try:
         contents = read_log(path)
     except LogFileError as exc:
         raise ResultsLoadError(str(exc)) from None
+    suspect = bool(contents.bad_lines)  # a malformed record is skipped by read_log
+    try:
+        check_header(contents.header)
+    except RecordError:
+        suspect = True
+    if suspect or any(trial >= MAX_TRIALS for _, trial in contents.records):
+        bad = malformed_line(path)
+        if bad is not None:
+            raise ResultsLoadError(bad)
+    return contents
+
+
+def _load_log(path: Path) -> Run:
+    contents = read_checked_log(path)
     header = contents.header
     config = dict(header.get("config") or {})
     records = sorted(contents.records.values(), key=lambda r: (r.trial, sort_key(r.task_id)))
@@ -254,6 +419,7 @@ def _load_log(path: Path) -> Run:
         header=header,
         bad_lines=contents.bad_lines,
         manifest=_manifest_of(header),
+        unfinished_line=bool(contents.bad_lines) and _unfinished_last_line(path),
     )
 
 
@@ -304,7 +470,7 @@ def load_runs(paths: list[str | Path]) -> Loaded:
                 try:
                     runs.append(load_run(file))
                     found += 1
-                except ResultsLoadError as exc:
+                except ResultsLoadError as exc:  # malformed files included
                     skipped.append(str(exc))
             if not found:
                 raise ResultsLoadError(f"no results files in folder {path}")

@@ -38,7 +38,7 @@ def write_pngs(comparison: Comparison, out_dir: Path, dpi: int = 120) -> list[Pa
     plt = _pyplot()
     out_dir.mkdir(parents=True, exist_ok=True)
     written = []
-    ks = list(range(1, comparison.max_k + 1))
+    ks = comparison.ks
     rows = comparison.rows
 
     if comparison.max_k > 1:

@@ -39,7 +39,7 @@ def _legend(comparison: Comparison) -> str:
 
 
 def summary_table(comparison: Comparison) -> str:
-    ks = range(1, comparison.max_k + 1)
+    ks = comparison.ks
     head = (
         '<tr><th>#</th><th class="l">run</th><th class="l">agent</th><th class="l">user</th>'
         "<th>tasks</th><th>trials</th><th>avg reward</th>"
@@ -52,7 +52,7 @@ def summary_table(comparison: Comparison) -> str:
     for r in comparison.rows:
         rows.append(
             f'<tr><td><span class="swatch" style="background:{svg.color(r.index - 1)}"></span>'
-            f'{r.index}</td><td class="l" title="{escape(r.path)}">{escape(r.label)}</td>'
+            f'{r.index}</td><td class="l" title="{escape(r.path)}">{escape(r.shown_label)}</td>'
             f'<td class="l">{escape(r.agent)}</td><td class="l">{escape(user_text(r))}</td>'
             f"<td>{r.tasks}</td><td>{r.trials}</td><td>{fmt(r.avg_reward)}</td>"
             + "".join(f"<td>{fmt(r.pass_hat_k.get(k))}</td>" for k in ks)
@@ -99,7 +99,7 @@ def paired_section(comparison: Comparison) -> str:
 
 
 def pass_k_chart(comparison: Comparison) -> str:
-    ks = list(range(1, comparison.max_k + 1))
+    ks = comparison.ks
     series = [
         svg.Series(
             r.label,

@@ -64,7 +64,7 @@ def runs_table(comparison: Comparison) -> Any:
         table.add_column(name, overflow="fold")
     for name in ("tasks", "trials", "avg reward"):
         table.add_column(name, justify="right")
-    for k in range(1, comparison.max_k + 1):
+    for k in comparison.ks:
         table.add_column(f"pass^{k}", justify="right")
     for name in ("cost", "latency p50", "latency p95"):
         table.add_column(name, justify="right")
@@ -76,13 +76,13 @@ def runs_table(comparison: Comparison) -> Any:
     for row in comparison.rows:
         table.add_row(
             str(row.index),
-            row.label,
+            row.shown_label,
             row.agent,
             user_text(row),
             str(row.tasks),
             str(row.trials),
             fmt(row.avg_reward),
-            *[fmt(row.pass_hat_k.get(k)) for k in range(1, comparison.max_k + 1)],
+            *[fmt(row.pass_hat_k.get(k)) for k in comparison.ks],
             money(row.costs.get("total")) if row.costs else fmt_cost(row.cost_total),
             fmt_seconds(row.latency_p50),
             fmt_seconds(row.latency_p95),

@@ -11,7 +11,7 @@ import re
 from typing import Any
 
 from tau_bench.metrics import domain_of
-from tau_bench.records import EpisodeRecord
+from tau_bench.records import EpisodeRecord, RecordError
 from tau_bench.task_ids import parse_task_id, task_domain
 
 # Longest first, so "tool-calling" wins over a model name starting with "act".
@@ -24,17 +24,21 @@ _STEM = re.compile(
 _POLICY_TITLES = {"# airline agent policy": "airline", "# retail agent policy": "retail"}
 
 
-def record_from_tau_bench(entry: dict[str, Any]) -> EpisodeRecord:
+def record_from_tau_bench(entry: dict[str, Any], max_trials: int | None = None) -> EpisodeRecord:
     """One element of a τ-bench results list as a record.
 
     The original wrote an episode that raised as reward 0 with `info.error` and an
     empty trajectory; such entries become errored records (not scored), as ours are.
+    Fields of the wrong type (a reward that is text, NaN or outside [0, 1], a trajectory
+    that is not a list of messages, a trial of `max_trials` or more...) are refused with
+    `RecordError` (a ValueError) naming the field.
     """
     info = entry.get("info")
     if not isinstance(info, dict):
         info = {}
+    traj = entry.get("traj")
     error = None
-    if "error" in info and not entry.get("traj"):
+    if "error" in info and not traj:
         error = {
             "source": "unknown",
             "kind": "error",
@@ -45,21 +49,47 @@ def record_from_tau_bench(entry: dict[str, Any]) -> EpisodeRecord:
     reward = entry.get("reward")
     task = info.get("task")
     reward_info = info.get("reward_info")
-    task_id = parse_task_id(entry["task_id"])
-    return EpisodeRecord(
-        task_id=task_id,
-        trial=int(entry.get("trial", 0) or 0),
-        reward=None if error or reward is None else float(reward),
-        reward_info=reward_info if isinstance(reward_info, dict) else None,
-        task=task if isinstance(task, dict) else {},
-        messages=list(entry.get("traj") or []),
-        stop_reason=str(info.get("stop_reason") or ("error" if error else "")),
-        agent_usage={"cost": float(info.get("agent_cost") or 0.0)},
-        user_usage={"cost": float(info.get("user_cost") or 0.0)},
-        error=error,
-        warnings=[str(e) for e in info.get("errors") or []],
-        domain=task_domain(task_id) or "",
-    )
+    try:
+        task_id = parse_task_id(entry["task_id"])
+    except ValueError as exc:
+        raise RecordError(str(exc)) from None
+    errors = info.get("errors")
+    if errors is not None and not isinstance(errors, list):
+        raise RecordError(f"info.errors: expected a list, got {type(errors).__name__}")
+    costs = {}
+    for key in ("agent_cost", "user_cost"):
+        value = info.get(key)
+        if value is not None and (isinstance(value, bool) or not isinstance(value, int | float)):
+            raise RecordError(f"info.{key}: expected a number, got {value!r:.60}")
+        costs[key] = float(value or 0.0)
+    trial = entry.get("trial")  # older files have none: one trial
+    try:
+        return EpisodeRecord.from_dict(
+            {
+                "task_id": task_id,
+                "trial": 0 if trial is None else trial,
+                "reward": None if error or reward is None else reward,
+                "reward_info": reward_info if isinstance(reward_info, dict) else None,
+                "task": task if isinstance(task, dict) else {},
+                "messages": [] if traj is None else traj,
+                "stop_reason": str(info.get("stop_reason") or ("error" if error else "")),
+                "agent_usage": {"cost": costs["agent_cost"]},
+                "user_usage": {"cost": costs["user_cost"]},
+                "error": error,
+                "warnings": [str(e) for e in errors or []],
+                "domain": task_domain(task_id) or "",
+            },
+            max_trials=max_trials,
+        )
+    except RecordError as exc:  # named as the entry names the field
+        field, sep, rest = str(exc).partition(":")
+        head = field.split(".")[0].split("[")[0]
+        if sep and head in _ENTRY_NAMES:
+            field = _ENTRY_NAMES[head] + field[len(head) :]
+        raise RecordError(f"{field}{sep}{rest}") from None
+
+
+_ENTRY_NAMES = {"messages": "traj", "task": "info.task", "reward_info": "info.reward_info"}
 
 
 def parse_run_stem(stem: str) -> dict[str, Any]:

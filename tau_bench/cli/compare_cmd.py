@@ -35,6 +35,13 @@ def stdout_console() -> Any:
     return terminal.console() if sys.stdout.isatty() else terminal.console(width=200)
 
 
+def unreadable_note(run: Run) -> None:
+    """Say on stderr that lines of the run's log were unreadable and left out (every
+    command reading results says it: its numbers are without them)."""
+    if run.unreadable_note:
+        note(run.unreadable_note)
+
+
 def load_results(paths: list[Path], tasks: str | None = None) -> list[Run]:
     """The runs, with only the episodes of `tasks` (ids and ranges: "0-4 7") when given."""
     from dataclasses import replace
@@ -48,6 +55,8 @@ def load_results(paths: list[Path], tasks: str | None = None) -> list[Run]:
         fail(str(exc))
     for reason in loaded.skipped:
         note(f"skipped: {reason}")
+    for run in loaded.runs:
+        unreadable_note(run)
     if tasks is None:
         return loaded.runs
     try:
@@ -75,11 +84,12 @@ def _compare(
 ) -> Comparison:
     """The comparison; its `runs` are the runs as compared (one per row). Unlike runs
     are refused first (exit 3; `tau_bench.cli.compare_checks`)."""
+    from tau_bench.analysis.bootstrap import MAX_RESAMPLES
     from tau_bench.analysis.compare import ComparisonError, UnknownBaseline, compare_runs
     from tau_bench.cli.compare_checks import check_confounds
 
-    if resamples < 1:
-        fail("--bootstrap must be at least 1")
+    if not 1 <= resamples <= MAX_RESAMPLES:
+        fail(f"--bootstrap must be from 1 to {MAX_RESAMPLES:,} (resamples are kept in memory)")
     if not 0 < confidence < 1:
         fail("--confidence must be between 0 and 1 (e.g. 0.95)")
     runs = load_results(results, tasks)
@@ -115,7 +125,7 @@ Baseline = Annotated[
     typer.Option("--baseline", help="Run the others are paired against: # or label."),
 ]
 Seed = Annotated[int, typer.Option("--seed", help="Bootstrap seed.")]
-Resamples = Annotated[int, typer.Option("--bootstrap", help="Bootstrap resamples.")]
+Resamples = Annotated[int, typer.Option("--bootstrap", help="Bootstrap resamples (1 to 100,000).")]
 Confidence = Annotated[float, typer.Option("--confidence", help="Confidence level.")]
 AllowMismatch = Annotated[
     bool,

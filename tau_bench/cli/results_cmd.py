@@ -11,7 +11,13 @@ from typing import Annotated, Any
 
 import typer
 
-from tau_bench.cli.compare_cmd import Results, load_results, note, stdout_console
+from tau_bench.cli.compare_cmd import (
+    Results,
+    load_results,
+    note,
+    stdout_console,
+    unreadable_note,
+)
 from tau_bench.cli.errors import fail
 
 
@@ -76,6 +82,7 @@ def rescore(
         run = load_run(results)
     except ResultsLoadError as exc:
         fail(str(exc))
+    unreadable_note(run)
     names = [e.strip() for e in env.split(",") if e.strip()] if env else run.domains
     if not names:
         fail(f"{results} does not say its domain: pass --env airline or --env retail")

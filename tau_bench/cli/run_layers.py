@@ -90,11 +90,17 @@ def _resume_base(path: str) -> dict[str, Any]:
         header = read_log(resolve_resume_path(path)).header
     except LogFileError:
         return {}  # prepare_run reports it
-    base = dict(header.get("config") or {})
+    config, options = header.get("config"), None
+    if not isinstance(config, dict):
+        return {}  # a malformed header: prepare_run reports it, naming the file
+    base = dict(config)
     for key in ("resume", "run_name", "quiet"):
         base.pop(key, None)
+    options = base.get("agent_options")
     base["agent_options"] = {
-        k: v for k, v in (base.get("agent_options") or {}).items() if not is_redacted(v)
+        k: v
+        for k, v in (options if isinstance(options, dict) else {}).items()
+        if not is_redacted(v)
     }
     return {k: v for k, v in base.items() if k in RunConfig.model_fields}
 

@@ -118,12 +118,14 @@ def view(
     """Browse a run: episodes with outcome and failure reason, one expanded in full."""
     from tau_bench import terminal
     from tau_bench.analysis.loading import ResultsLoadError, load_run
+    from tau_bench.cli.compare_cmd import unreadable_note
 
     filters = Filters(failed, errored, parse_tasks(task or []), trial)
     try:
         run = load_run(results)
     except (ResultsLoadError, OSError) as exc:
         fail(str(exc))
+    unreadable_note(run)
     console = terminal.console(highlight=False)
     if interactive is None:
         interactive = sys.stdin.isatty() and sys.stdout.isatty()

@@ -88,7 +88,7 @@ async def run_on_workers(runner: Runner) -> RunOutcome:
         # One circuit breaker for both backends: `_finish` counts each record as it
         # comes back; when it trips, the backend cancels what is in flight.
         await backend.run(
-            pending, lambda data, line: runner._finish(EpisodeRecord.from_dict(data), line)
+            pending, lambda data, line: runner._finish(EpisodeRecord.from_own_line(data), line)
         )
     except WorkerFailure as exc:
         interrupted = True

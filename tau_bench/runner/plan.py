@@ -14,10 +14,11 @@ import random
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from tau_bench.analysis.loading import ResultsLoadError, read_checked_log
 from tau_bench.config import RunConfig, RunConfigError, fingerprint_differences
 from tau_bench.records import EpisodeRecord
 from tau_bench.results import run_file_stem
-from tau_bench.results_log import LogFileError, read_log
+from tau_bench.results_log import LogContents
 from tau_bench.suites import Domain, Task, load_domain
 
 TaskId = int | str  # an index into the split; "domain/index" in multi-domain runs
@@ -212,6 +213,23 @@ def _order(tasks: dict[TaskId, Task], config: RunConfig) -> list[Key]:
     return order
 
 
+def _read_resumed(log_path: Path) -> LogContents:
+    """The log to resume, its header and records checked as every reader checks them
+    (types, and trials below `MAX_TRIALS`: the plan holds every trial's pairs)."""
+    try:
+        contents = read_checked_log(log_path)
+    except ResultsLoadError as exc:
+        raise RunConfigError(f"cannot resume: {exc}") from None
+    fingerprint = contents.header.get("fingerprint", {})
+    options = fingerprint.get("agent_options") if isinstance(fingerprint, dict) else None
+    if not isinstance(fingerprint, dict) or not isinstance(options, dict | None):
+        raise RunConfigError(
+            f"cannot resume {log_path}: its header's fingerprint (the configuration it was "
+            "run with) is malformed"
+        )
+    return contents
+
+
 def prepare_run(config: RunConfig) -> RunPlan:
     """Validate the config against the data and any log to resume; writes nothing."""
     domains = {name: for_run(load_domain(name, config.data_dir), config) for name in config.envs}
@@ -227,10 +245,7 @@ def prepare_run(config: RunConfig) -> RunPlan:
 
     if config.resume:
         log_path = resolve_resume_path(config.resume)
-        try:
-            contents = read_log(log_path)
-        except LogFileError as exc:
-            raise RunConfigError(f"cannot resume: {exc}") from None
+        contents = _read_resumed(log_path)
         header = contents.header
         diffs = fingerprint_differences(header.get("fingerprint", {}), config.fingerprint())
         if diffs:

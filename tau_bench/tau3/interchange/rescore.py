@@ -10,13 +10,13 @@ failure) stops the rescore: a judge problem never becomes a reward.
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from pydantic import ValidationError
 
+from tau_bench.json_decode import loads
 from tau_bench.tau3.domain import LoadedDomain
 from tau_bench.tau3.evaluator import evaluate
 from tau_bench.tau3.interchange.schema import Results
@@ -49,10 +49,10 @@ class Rescored:
 def read_results(path: Path) -> tuple[dict[str, Any], Results]:
     """The raw data and its validated model; `Tau2FileError` for anything else."""
     try:
-        data = json.loads(path.read_text(encoding="utf-8"))
+        data = loads(path.read_bytes())
     except OSError as exc:
         raise Tau2FileError(f"cannot read {path}: {exc.strerror}") from None
-    except ValueError as exc:
+    except ValueError as exc:  # JSONTooDeepError too: never a RecursionError
         raise Tau2FileError(f"{path} is not JSON: {exc}") from None
     if not isinstance(data, dict) or "simulations" not in data or "info" not in data:
         raise Tau2FileError(

@@ -72,7 +72,9 @@ def test_compare_refuses_different_task_sets_with_exit_3(runs: Runs) -> None:
     [
         (["compare", "/nonexistent/x.json"], "no such results file or folder"),
         (["compare", str(HISTORICAL), "--confidence", "95"], "--confidence must be between"),
-        (["compare", str(HISTORICAL), "--bootstrap", "0"], "--bootstrap must be at least 1"),
+        (["compare", str(HISTORICAL), "--bootstrap", "0"], "--bootstrap must be from 1"),
+        (["compare", str(HISTORICAL), "--bootstrap", "100001"], "to 100,000"),
+        (["report", str(HISTORICAL), "--bootstrap", "10000000"], "to 100,000"),
         (["rescore", str(HISTORICAL), "--env", "retail"], "cannot be rescored on retail"),
         (["rescore", str(DATA_DIR), "--env", "airline"], "takes one results file"),
         (["export", str(HISTORICAL), "-o", "/tmp/x", "--format", "csv"], "unknown export format"),
