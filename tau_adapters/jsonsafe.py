@@ -45,24 +45,40 @@ def depth_exceeds(value: Any, limit: int = MAX_DEPTH) -> bool:
     return False
 
 
-def nodes_exceed(value: Any, limit: int) -> bool:
-    """Whether a decoded value has more than `limit` values counted as a tree, each
-    repeat of a shared one (a YAML alias) counted again: what any walk over it costs.
-    Stops counting at `limit`, so a billion-laughs document is cheap to refuse, and so is
-    one that contains itself."""
+MAX_VALUES = 100_000
+"""Most values a settings file may hold, every YAML alias counted as the copy it stands
+for: far beyond any real config, far below what a "billion laughs" file stands for."""
+
+
+def size_problem(
+    value: Any, max_values: int = MAX_VALUES, max_depth: int = MAX_DEPTH
+) -> str | None:
+    """What is too big in a decoded document: `"<where>: more than N values ..."` or
+    `"<where>: nested deeper than N levels"` (`where` a key path two levels deep at most,
+    `message.body`), or None. Iterative, and it stops at the limit: it never expands an
+    alias bomb, and follows a document that contains itself only that far."""
     count = 0
-    stack: list[Any] = [value]
+    stack: list[tuple[Any, int, str]] = [(value, 1, "")]
     while stack:
-        item = stack.pop()
+        item, depth, where = stack.pop()
         count += 1
-        if count > limit:
-            return True
+        if count > max_values:
+            return (
+                f"{where or 'document'}: more than {max_values:,} values (counting each "
+                "YAML alias as the copy it stands for)"
+            )
         if isinstance(item, dict):
-            stack.extend(item.keys())
-            stack.extend(item.values())
+            children: list[tuple[Any, str]] = [
+                (v, f"{where}.{k}" if where else str(k)) for k, v in item.items()
+            ]
         elif isinstance(item, list | tuple):
-            stack.extend(item)
-    return False
+            children = [(v, where) for v in item]
+        else:
+            continue
+        if depth > max_depth:
+            return f"{where or 'document'}: nested deeper than {max_depth} levels"
+        stack.extend((v, depth + 1, w if w.count(".") < 2 else where) for v, w in children)
+    return None
 
 
 def check_depth(value: Any, limit: int = MAX_DEPTH) -> Any:

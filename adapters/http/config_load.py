@@ -45,9 +45,6 @@ def _merge(base: Any, over: Any) -> Any:
 
 MAX_DEPTH = jsonsafe.MAX_DEPTH
 """Deepest nesting of a config (as for a bot's JSON reply): far beyond any real config."""
-MAX_VALUES = 100_000
-"""Most values (mappings, lists, scalars) in one config file, counting every YAML alias
-as the copy it stands for: a few aliases can otherwise stand for billions of values."""
 
 
 def _read(path: Path) -> Any:
@@ -78,32 +75,11 @@ def _read(path: Path) -> Any:
 
 
 def _check_size(value: Any, name: str) -> None:
-    """A one-line error when `value` nests deeper than `MAX_DEPTH` or holds more than
-    `MAX_VALUES` values (aliases counted expanded). Iterative, and it stops at the limit:
-    it never expands an alias bomb, and follows a recursive alias only that far."""
-    count = 0
-    stack: list[tuple[Any, int, str]] = [(value, 1, "")]
-    while stack:
-        item, depth, where = stack.pop()
-        count += 1
-        if count > MAX_VALUES:
-            raise ConfigError(
-                f"{name}: {where or 'config'}: more than {MAX_VALUES:,} values (counting "
-                "each YAML alias as the copy it stands for)"
-            )
-        if isinstance(item, Mapping):
-            children: list[tuple[Any, str]] = [
-                (v, f"{where}.{k}" if where else str(k)) for k, v in item.items()
-            ]
-        elif isinstance(item, list | tuple):
-            children = [(v, where) for v in item]
-        else:
-            continue
-        if depth > MAX_DEPTH:
-            raise ConfigError(f"{name}: {where or 'config'}: nested deeper than {MAX_DEPTH} levels")
-        # Errors name the key two levels down at most (`message.body`): deeper paths of
-        # a bomb or a deep list say nothing more.
-        stack.extend((v, depth + 1, w if w.count(".") < 2 else where) for v, w in children)
+    """A one-line error when `value` nests too deep or holds too many values, aliases
+    counted expanded (`tau_adapters.jsonsafe.size_problem`)."""
+    problem = jsonsafe.size_problem(value)
+    if problem is not None:
+        raise ConfigError(f"{name}: {problem.replace('document:', 'config:', 1)}")
 
 
 _MAX_EXTENDS = 10

@@ -17,10 +17,6 @@ from pydantic import BaseModel, ValidationError
 from tau_adapters import jsonsafe
 from tau_bench.config.run_config import RunConfig, RunConfigError, _as_list
 
-# The most values a config file may hold with its YAML aliases expanded: far beyond any
-# real config, far below what a "billion laughs" file expands to when it is walked.
-MAX_CONFIG_NODES = 100_000
-
 # Where `config_from_mapping` keeps settings that are not RunConfig fields (the adapter's).
 ADAPTER_SETTINGS = "__adapter_settings__"
 
@@ -133,11 +129,9 @@ def read_yaml_mapping(path: str | Path) -> dict[str, Any]:
         return {}
     if not isinstance(data, dict):
         raise RunConfigError(f"{p}: expected a mapping of flag names to values")
-    if jsonsafe.nodes_exceed(data, MAX_CONFIG_NODES) or jsonsafe.depth_exceeds(data):
-        raise RunConfigError(
-            f"{p}: too large once its aliases are expanded (more than {MAX_CONFIG_NODES:,} "
-            f"values, or nested deeper than {jsonsafe.MAX_DEPTH} levels)"
-        )
+    problem = jsonsafe.size_problem(data)
+    if problem is not None:
+        raise RunConfigError(f"{p}: {problem}")
     return data
 
 
