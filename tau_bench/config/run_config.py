@@ -160,6 +160,11 @@ class RunConfig(BaseModel):
         if value is None:
             return None
         models = [str(m).strip() for m in value if str(m).strip()]
+        # Results are grouped by user model, so a model listed twice would silently get a
+        # double share of the samples; `tau eval` refuses the same.
+        twice = next((m for i, m in enumerate(models) if m in models[:i]), None)
+        if twice is not None:
+            raise ValueError(f"{twice!r} is listed twice; list each model once")
         return models or None
 
     @field_validator("task_ids", mode="before")

@@ -98,6 +98,32 @@ def _read_table(path: Path) -> dict[str, Any]:
     return table
 
 
+def _read_tool_schemas(path: Path) -> list[dict[str, Any]]:
+    """`tools.json`: the OpenAI function schemas the agent is given, one per tool."""
+    schemas = read_json(path)
+    if not isinstance(schemas, list):
+        raise damaged(path, "is not a JSON list of tool schemas")
+    for i, schema in enumerate(schemas):
+        function = schema.get("function") if isinstance(schema, dict) else None
+        if not (
+            isinstance(function, dict)
+            and isinstance(function.get("name"), str)
+            and isinstance(function.get("parameters", {}), dict)
+        ):
+            raise damaged(path, f"entry {i} is not a function schema with a name")
+    return schemas
+
+
+def _read_rules(path: Path) -> list[str]:
+    """`rules.json`: extra policy lines some agents append to the prompt."""
+    if not path.exists():
+        return []
+    rules = read_json(path)
+    if not isinstance(rules, list) or not all(isinstance(r, str) for r in rules):
+        raise damaged(path, "is not a JSON list of strings")
+    return rules
+
+
 def load_domain(name: str, data_dir: str | Path | None = None) -> Domain:
     """The domain `name`, loaded once per process and data directory."""
     if name not in DOMAIN_NAMES:
@@ -111,8 +137,7 @@ def load_domain(name: str, data_dir: str | Path | None = None) -> Domain:
         tables = {t: _read_table(ddir / "db" / f"{t}.json") for t in TABLES[name]}
         module = importlib.import_module(f"tau_bench.domains.{name}.tools")
         tools: dict[str, Tool] = {t.name: t for t in module.TOOLS}
-        schemas = read_json(ddir / "tools.json")
-        rules_path = ddir / "rules.json"
+        schemas = _read_tool_schemas(ddir / "tools.json")
         domain = Domain(
             name=name,
             data_dir=root,
@@ -120,7 +145,7 @@ def load_domain(name: str, data_dir: str | Path | None = None) -> Domain:
             tools=tools,
             tool_schemas=schemas,
             policy=read_text(ddir / "policy.md"),
-            rules=read_json(rules_path) if rules_path.exists() else [],
+            rules=_read_rules(ddir / "rules.json"),
         )
         _cache[key] = domain
         return domain

@@ -241,6 +241,7 @@ def test_yaml_config_and_cli_override(parse, tmp_path):
         (["--output-format", "xml"], "unknown output format 'xml' (available: tau-bench;"),
         (["--task-ids", "retail-3"], "expects integers, ranges (0-4) or DOMAIN/ID"),
         (["--num-trials", "0"], "num_trials"),
+        (["--user-models", "a/x,b/y,a/x"], "'a/x' is listed twice"),
     ],
 )
 def test_bad_flags_exit_2_with_one_line(parse, args, message):

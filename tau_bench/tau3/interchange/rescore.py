@@ -63,10 +63,9 @@ def read_results(path: Path) -> tuple[dict[str, Any], Results]:
         return data, Results.model_validate(data)
     except ValidationError as exc:
         first = exc.errors()[0]
-        where = ".".join(str(p) for p in first["loc"])
-        raise Tau2FileError(
-            f"{path} is not a valid τ² results file: {where}: {first['msg']}"
-        ) from None
+        where = "".join(f"{p}: " for p in [".".join(str(p) for p in first["loc"])] if p)
+        msg = str(first["msg"]).removeprefix("Value error, ")
+        raise Tau2FileError(f"{path} is not a valid τ² results file: {where}{msg}") from None
 
 
 def trajectory_of(messages: list[dict[str, Any]]) -> list[Message]:

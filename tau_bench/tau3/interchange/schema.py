@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from typing import Any, Literal, get_args
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 from tau_bench.tau3.tasks import Task
 
@@ -47,7 +47,9 @@ Requestor = Literal["user", "assistant"]
 
 
 class _Open(BaseModel):
-    model_config = ConfigDict(extra="allow")
+    # Upstream writes NaN/inf floats as null (pydantic's JSON default), so a number that is
+    # not finite is a damaged file; accepting it would turn averages into NaN.
+    model_config = ConfigDict(extra="allow", allow_inf_nan=False)
 
 
 class ToolCall(_Open):
@@ -170,6 +172,25 @@ class Results(_Open):
         for task in tasks:
             Task.model_validate(task)  # id, user_scenario, criteria shaped as upstream
         return tasks
+
+    @model_validator(mode="after")
+    def _each_once(self) -> Results:
+        """A task or simulation listed twice would be counted twice in every average."""
+        seen: set[object] = set()
+        for key in (
+            *(("task", str(t["id"])) for t in self.tasks),
+            *(("simulation", s.id) for s in self.simulations),
+            *(("trial", s.task_id, s.trial) for s in self.simulations if s.trial is not None),
+        ):
+            if key in seen:
+                what = {"task": "task id", "simulation": "simulation id"}.get(str(key[0]))
+                raise ValueError(
+                    f"{what} {key[1]!r} appears twice"
+                    if what
+                    else f"task {key[1]!r} trial {key[2]} appears twice"
+                )
+            seen.add(key)
+        return self
 
     def task_ids(self) -> set[str]:
         return {str(t["id"]) for t in self.tasks}

@@ -1,5 +1,6 @@
-"""A damaged v1 data directory (policy not UTF-8, a DB table of the wrong type) is one
-line naming the file and exit 2 in `tau run` and `tau tasks`, never a traceback."""
+"""A damaged v1 data directory (policy not UTF-8, a DB table, tool schema or rules file of
+the wrong shape) is one line naming the file and exit 2 in `tau run` and `tau tasks`,
+never a traceback."""
 
 from __future__ import annotations
 
@@ -24,6 +25,13 @@ CASES = {
         b"[1, 2, 3]\n",
         "users.json is not a JSON object of records keyed by id",
     ),
+    "tools-not-list": ("airline/tools.json", b'{"type": "function"}', "not a JSON list of tool"),
+    "tool-without-name": (
+        "airline/tools.json",
+        b'[{"type": "function", "function": {"description": "x"}}]',
+        "tools.json entry 0 is not a function schema with a name",
+    ),
+    "rules-not-strings": ("airline/rules.json", b"[1]", "rules.json is not a JSON list of strings"),
 }
 
 

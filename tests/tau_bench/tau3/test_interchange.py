@@ -138,3 +138,31 @@ def test_export_refuses_v1_runs(tmp_path: Path) -> None:
     )
     proc = tau("export", log, "--format", "tau2", "-o", tmp_path / "o", check=False)
     assert proc.returncode == 2 and "not a τ³ run" in proc.stderr
+
+
+@pytest.mark.parametrize(
+    ("damage", "expected"),
+    [
+        (lambda d: d["simulations"][0]["reward_info"].update(reward=float("nan")), "finite"),
+        (lambda d: d["simulations"][1].update(agent_cost=float("inf")), "finite"),
+        (lambda d: d["simulations"].append(copy.deepcopy(d["simulations"][0])), "appears twice"),
+        (lambda d: d["tasks"].append(copy.deepcopy(d["tasks"][0])), "task id '5' appears twice"),
+        (
+            lambda d: d["simulations"].append({**copy.deepcopy(d["simulations"][0]), "id": "x"}),
+            "trial 0 appears twice",
+        ),
+    ],
+)
+def test_rescore_refuses_non_finite_numbers_and_duplicates(
+    exported: tuple[Path, Path], tmp_path: Path, damage: object, expected: str
+) -> None:
+    """A NaN reward made the "before" average NaN; a simulation listed twice counted twice."""
+    _, path = exported
+    data = json.loads(path.read_text())
+    damage(data)  # type: ignore[operator]
+    src = tmp_path / "bad.json"
+    src.write_text(json.dumps(data))  # NaN/Infinity as Python's json writes them
+    proc = tau("rescore", src, "--env", "tau3/airline", "--judge-model", "assume-met", check=False)
+    assert proc.returncode == 2, proc.stdout
+    assert expected in proc.stderr and "Traceback" not in proc.stderr
+    assert len(proc.stderr.strip().splitlines()) == 1
