@@ -6,7 +6,7 @@ stream and any polling; only refusals the agent never acted on (connect errors, 
 429/503) are retried, with backoff and jitter, honouring Retry-After.
 
 The SDK reads whole bodies (the card, a reply) and whole SSE lines into memory, so the
-httpx client it is given has a bounded transport (`BoundedTransport`): every response
+httpx client it is given has a bounded transport (`tau_adapters.bounded_http`): every response
 body, a whole SSE stream included, stops with a protocol error as soon as it passes
 `Options.max_response_bytes` (decompressed); the events of one message are capped at
 `Options.max_events`.
@@ -17,8 +17,7 @@ from __future__ import annotations
 import asyncio
 import time
 import uuid
-import zlib
-from collections.abc import AsyncIterator, Callable
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -48,107 +47,14 @@ from tenacity import (
 
 from adapters.a2a.errors import ResponseTooLarge, Retryable, map_error
 from adapters.a2a.options import Options
-from tau_adapters.protocol import AdapterConfigError, AdapterError, AdapterProtocolError
+from tau_adapters.bounded_http import BoundedTransport
+from tau_adapters.protocol import AdapterConfigError, AdapterError
 
 OPEN_STATES = frozenset(
     {TaskState.TASK_STATE_UNSPECIFIED, TaskState.TASK_STATE_SUBMITTED, TaskState.TASK_STATE_WORKING}
 )
 POLL_INITIAL = 0.05
 POLL_MAX = 2.0
-# Encodings the bounded transport decodes itself (zlib autodetects gzip and zlib headers).
-_DECODED = frozenset({"gzip", "x-gzip", "deflate"})
-
-
-class _BoundedStream(httpx.AsyncByteStream):
-    """A response body that fails once more than `limit` (decoded) bytes have come."""
-
-    def __init__(self, inner: httpx.AsyncByteStream, limit: int, encoding: str, url: str):
-        self._inner, self._limit, self._url = inner, limit, url
-        self._decoder = zlib.decompressobj(32 + zlib.MAX_WBITS) if encoding else None
-        self._size = 0
-
-    def _count(self, data: bytes) -> bytes:
-        self._size += len(data)
-        if self._size > self._limit:
-            raise too_large(self._limit, self._url)
-        return data
-
-    def _decode(self, data: bytes) -> bytes:
-        assert self._decoder is not None
-        try:
-            # Never more than one byte past the limit: a small gzip bomb stays small.
-            return self._decoder.decompress(data, self._limit - self._size + 1)
-        except zlib.error as exc:
-            raise AdapterProtocolError(
-                f"a2a: undecodable compressed answer from {self._url}: {exc}"
-            ) from None
-
-    async def __aiter__(self) -> AsyncIterator[bytes]:
-        async for chunk in self._inner:
-            if self._decoder is None:
-                yield self._count(chunk)
-                continue
-            data = self._decode(chunk)
-            while True:
-                if data:
-                    yield self._count(data)
-                if not self._decoder.unconsumed_tail:
-                    break
-                data = self._decode(self._decoder.unconsumed_tail)
-        if self._decoder is not None:
-            rest = self._decoder.flush()
-            if rest:
-                yield self._count(rest)
-
-    async def aclose(self) -> None:
-        await self._inner.aclose()
-
-
-def too_large(limit: int, url: object) -> ResponseTooLarge:
-    return ResponseTooLarge(
-        f"a2a: the agent's answer from {url} is larger than the {limit} bytes allowed "
-        "(max_response_bytes)"
-    )
-
-
-class BoundedTransport(httpx.AsyncBaseTransport):
-    """httpx transport whose response bodies stop at `limit` bytes (decoded): the SDK's
-    card resolver, JSON-RPC/REST calls and SSE streams all read through it."""
-
-    def __init__(self, limit: int, inner: httpx.AsyncBaseTransport | None = None) -> None:
-        self._limit = limit
-        self._inner = inner or httpx.AsyncHTTPTransport()
-
-    async def handle_async_request(self, request: httpx.Request) -> httpx.Response:
-        request.headers["Accept-Encoding"] = ", ".join(sorted(_DECODED - {"x-gzip"}))
-        response = await self._inner.handle_async_request(request)
-        url = request.url.copy_with(query=None)
-        encoding = response.headers.get("content-encoding", "").strip().lower()
-        declared = response.headers.get("content-length", "").strip()
-        if encoding in ("", "identity") and declared.isdigit() and int(declared) > self._limit:
-            await response.aclose()
-            raise too_large(self._limit, url)
-        if encoding not in ("", "identity") and encoding not in _DECODED:
-            await response.aclose()
-            raise AdapterProtocolError(f"a2a: unsupported Content-Encoding {encoding!r} from {url}")
-        headers = response.headers.copy()
-        if encoding not in ("", "identity"):
-            del headers["content-encoding"]  # decoded here, with the bound
-            headers.pop("content-length", None)
-            encoding = "gzip"
-        else:
-            encoding = ""
-        assert isinstance(response.stream, httpx.AsyncByteStream)
-        return httpx.Response(
-            status_code=response.status_code,
-            headers=headers,
-            stream=_BoundedStream(response.stream, self._limit, encoding, str(url)),
-            extensions=response.extensions,
-            request=request,
-        )
-
-    async def aclose(self) -> None:
-        await self._inner.aclose()
 
 
 def _bearer_like(scheme: Any) -> bool:
@@ -261,7 +167,11 @@ class Connection:
             if self._card is None:
                 self._http = self._http or httpx.AsyncClient(
                     timeout=httpx.Timeout(self.options.timeout, connect=10.0),
-                    transport=BoundedTransport(self.options.max_response_bytes),
+                    transport=BoundedTransport(
+                        self.options.max_response_bytes,
+                        label="a2a",
+                        too_large_class=ResponseTooLarge,
+                    ),
                 )
                 resolver = A2ACardResolver(
                     self._http, self.options.agent_url, agent_card_path=self.options.card_path

@@ -2,10 +2,6 @@
 
 from __future__ import annotations
 
-import datetime
-import email.utils
-import math
-import time
 from collections.abc import Iterable
 
 import httpx
@@ -13,6 +9,7 @@ from a2a.client.errors import A2AClientError, A2AClientTimeoutError, AgentCardRe
 from a2a.utils.errors import A2AError
 from google.protobuf.json_format import ParseError
 
+from tau_adapters.bounded_http import BodyTooLarge
 from tau_adapters.jsonsafe import printable
 from tau_adapters.protocol import (
     AdapterAuthError,
@@ -21,6 +18,7 @@ from tau_adapters.protocol import (
     AdapterProtocolError,
 )
 from tau_adapters.redaction import Redactor
+from tau_adapters.retry_after import parse_retry_after
 
 PREFIX = "a2a"
 
@@ -47,36 +45,13 @@ class Retryable(AdapterError):
         self.delay = delay
 
 
-class ResponseTooLarge(AdapterProtocolError):
+class ResponseTooLarge(BodyTooLarge):
     """The agent sent more than `max_response_bytes` in one answer (or too many events)."""
 
 
 def redact(text: str, secrets: Iterable[str | None]) -> str:
     """`text` with the secrets masked (`***`) and control characters escaped."""
     return printable(Redactor([s for s in secrets if s]).text(text))
-
-
-def parse_retry_after(value: str | None) -> float | None:
-    """Seconds to wait from a Retry-After value (delta-seconds or an HTTP date); None
-    when absent or unreadable (`soon`): the caller's own backoff applies."""
-    if not value:
-        return None
-    value = value.strip()
-    try:
-        seconds = float(value)
-    except ValueError:
-        pass
-    else:
-        return max(0.0, seconds) if math.isfinite(seconds) else None
-    try:
-        when = email.utils.parsedate_to_datetime(value)
-    except (TypeError, ValueError, IndexError, OverflowError):
-        return None
-    if when is None:
-        return None
-    if when.tzinfo is None:  # RFC 850 / asctime forms: HTTP dates are GMT
-        when = when.replace(tzinfo=datetime.UTC)
-    return max(0.0, when.timestamp() - time.time())
 
 
 def retry_after(response: httpx.Response) -> float | None:

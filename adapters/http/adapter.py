@@ -23,6 +23,7 @@ from adapters.http.config_load import load_config
 from adapters.http.episode import HttpAdapter
 from adapters.http.options import HttpOptions
 from adapters.http.transport import BotRedactor, HttpTransport, Sleep
+from tau_adapters.bounded_http import BoundedTransport
 from tau_adapters.protocol import (
     AdapterConfigError,
     AdapterError,
@@ -120,6 +121,8 @@ class HttpProvider:
             client = httpx.AsyncClient(
                 timeout=httpx.Timeout(connect=t.connect, read=t.read, write=t.write, pool=t.pool),
                 follow_redirects=False,
+                # Bodies counted after decompression: a gzip bomb stops at the limit.
+                transport=BoundedTransport(self.config.max_response_bytes, label="HTTP bot"),
             )
             self._clients[loop] = client
         return HttpTransport(client, self.config, self.redactor, sleep=self._sleep)

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import asyncio
 import codecs
-import email.utils
 import json
 import random
 import time
@@ -26,6 +25,7 @@ from adapters.http.config import BotConfig, RequestSpec, RetryConfig
 from adapters.http.sse import LineSplitter, as_document, read_events
 from adapters.http.templates import render, render_string
 from tau_adapters import jsonsafe
+from tau_adapters.bounded_http import BodyTooLarge
 from tau_adapters.protocol import (
     AdapterAuthError,
     AdapterConfigError,
@@ -34,6 +34,7 @@ from tau_adapters.protocol import (
     AdapterTimeoutError,
 )
 from tau_adapters.redaction import Redactor, mask_encoded
+from tau_adapters.retry_after import parse_retry_after
 
 T = TypeVar("T")
 Sleep = Callable[[float], Awaitable[None]]
@@ -59,24 +60,6 @@ class _RetryableStatus(Exception):
         self.status = status
         self.retry_after = retry_after
         self.body = body
-
-
-def parse_retry_after(value: str | None) -> float | None:
-    """Seconds to wait from a Retry-After header (delta-seconds or an HTTP date)."""
-    if not value:
-        return None
-    value = value.strip()
-    try:
-        return max(0.0, float(value))
-    except ValueError:
-        pass
-    try:
-        when = email.utils.parsedate_to_datetime(value)
-    except (TypeError, ValueError):
-        return None
-    if when is None:
-        return None
-    return max(0.0, when.timestamp() - time.time())
 
 
 RetryPolicy = RetryConfig
@@ -250,6 +233,8 @@ class HttpTransport:
         try:
             request = self.client.build_request(spec.method, url, **kwargs)
             response = await self.client.send(request, stream=True)
+        except BodyTooLarge:  # a declared Content-Length past the limit
+            raise self._too_big(spec, shown_url) from None
         except (httpx.LocalProtocolError, UnicodeEncodeError) as exc:
             raise AdapterConfigError(
                 f"the request {spec.method} {shown_url} cannot be sent as HTTP: "
@@ -303,11 +288,14 @@ class HttpTransport:
             raise self._too_big(spec, shown_url)
         chunks: list[bytes] = []
         size = 0
-        async for chunk in response.aiter_bytes():
-            size += len(chunk)
-            if size > limit:
-                raise self._too_big(spec, shown_url)
-            chunks.append(chunk)
+        try:
+            async for chunk in response.aiter_bytes():
+                size += len(chunk)
+                if size > limit:
+                    raise self._too_big(spec, shown_url)
+                chunks.append(chunk)
+        except BodyTooLarge:  # the client's bounded transport, counting decoded bytes
+            raise self._too_big(spec, shown_url) from None
         return b"".join(chunks)
 
     async def _limited_lines(
@@ -323,12 +311,15 @@ class HttpTransport:
         decoder = codecs.getincrementaldecoder(response.encoding or "utf-8")(errors="replace")
         splitter = LineSplitter()
         size = 0
-        async for chunk in response.aiter_bytes():
-            size += len(chunk)
-            if size > limit:
-                raise self._too_big(spec, shown_url)
-            for line in splitter.feed(decoder.decode(chunk)):
-                yield line
+        try:
+            async for chunk in response.aiter_bytes():
+                size += len(chunk)
+                if size > limit:
+                    raise self._too_big(spec, shown_url)
+                for line in splitter.feed(decoder.decode(chunk)):
+                    yield line
+        except BodyTooLarge:
+            raise self._too_big(spec, shown_url) from None
         for line in splitter.feed(decoder.decode(b"", True), final=True):
             yield line
 

@@ -4,12 +4,12 @@ us to wait, and whether a key is missing before any request is made."""
 from __future__ import annotations
 
 import asyncio
-import email.utils
 import functools
+import math
 import os
 import re
-import time
 
+from tau_adapters.retry_after import parse_retry_after
 from tau_bench.llm.config import LLMConfig
 from tau_bench.llm.errors import (
     LLMAuthError,
@@ -140,18 +140,10 @@ def retry_after(exc: BaseException) -> float | None:
     headers = _headers_of(exc)
     if "retry-after-ms" in headers:
         try:
-            return max(0.0, float(headers["retry-after-ms"]) / 1000.0)
+            ms = float(headers["retry-after-ms"])
         except ValueError:
             pass
-    value = headers.get("retry-after")
-    if value is None:
-        return None
-    try:
-        return max(0.0, float(value))
-    except ValueError:
-        pass
-    try:
-        when = email.utils.parsedate_to_datetime(value)
-    except (TypeError, ValueError):
-        return None
-    return max(0.0, when.timestamp() - time.time())
+        else:
+            if math.isfinite(ms):
+                return max(0.0, ms / 1000.0)
+    return parse_retry_after(headers.get("retry-after"))

@@ -484,33 +484,3 @@ async def test_an_unreadable_retry_after_is_retried_with_backoff(serve: Any) -> 
     turn = await first_turn(serve(peer.app))
     assert turn.messages == ["hi"] and turn.extra["attempts"] == 3
     assert [r["server_delay"] for r in turn.extra["retries"]] == [None, None]
-
-
-@pytest.mark.parametrize(
-    ("value", "seconds"),
-    [
-        (None, None),
-        ("", None),
-        ("soon", None),
-        ("Mon, 99 Foo 2015", None),
-        ("nan", None),
-        ("inf", None),
-        ("7", 7.0),
-        (" 2.5 ", 2.5),
-        ("-3", 0.0),
-        ("Wed, 21 Oct 2015 07:28:00 GMT", 0.0),  # in the past
-    ],
-)
-def test_parse_retry_after(value: str | None, seconds: float | None) -> None:
-    from adapters.a2a.errors import parse_retry_after
-
-    assert parse_retry_after(value) == seconds
-
-
-def test_a_retry_after_date_in_the_future() -> None:
-    import email.utils
-
-    from adapters.a2a.errors import parse_retry_after
-
-    later = email.utils.formatdate(time.time() + 120, usegmt=True)
-    assert 100 < (parse_retry_after(later) or 0) <= 120

@@ -3,7 +3,9 @@ clear, typed error within the configured deadline; nothing raw reaches a termina
 
 from __future__ import annotations
 
+import gzip
 import json
+import tracemalloc
 import urllib.parse
 from typing import Any
 
@@ -374,3 +376,34 @@ async def test_preflight_against_a_dripping_health_endpoint_times_out() -> None:
         with pytest.raises(AdapterTimeoutError):
             await provider.preflight()
         await provider.aclose()
+
+
+def _bomb_then_hang(content_type: str, prefix: bytes) -> Any:
+    # 256 MiB of spaces gzip to ~250 KiB: each 64 KiB network read is ~64 MiB decoded.
+    body = gzip.compress(prefix + b" " * (256 * 1024 * 1024), compresslevel=9)
+    return then_hang(head(content_type=content_type, Content_Encoding="gzip") + body)
+
+
+@pytest.mark.parametrize(
+    ("content_type", "prefix", "message"),
+    [
+        ("application/json", b'{"reply": "', None),
+        ("text/event-stream", b"data: ", {"path": "/chat", "stream": "sse", "body": {}}),
+    ],
+)
+async def test_a_gzip_bomb_stops_at_the_size_limit_without_being_decoded(
+    content_type: str, prefix: bytes, message: Any
+) -> None:
+    """httpx decodes each network chunk whole: a 64 KiB read of a bomb was ~64 MiB in
+    memory before it was counted. The bot's client decodes within the bound instead."""
+    over = {"message": message} if message else {}
+    async with hostile_server(_bomb_then_hang(content_type, prefix)) as url:
+        tracemalloc.start()
+        try:
+            result = await _episode(_provider(url, max_response_bytes=256 * 1024, **over))
+            _, peak = tracemalloc.get_traced_memory()
+        finally:
+            tracemalloc.stop()
+    assert result.error is not None and result.error.kind == "protocol_error", result.error
+    assert "larger than the 262144 bytes allowed (max_response_bytes)" in result.error.message
+    assert peak < 16 * 1024 * 1024, f"peak {peak / 2**20:.0f} MiB while reading a bomb"

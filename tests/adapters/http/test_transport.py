@@ -15,7 +15,7 @@ import respx
 
 from adapters.http.config_load import load_config
 from adapters.http.sse import read_events
-from adapters.http.transport import HttpTransport, parse_retry_after
+from adapters.http.transport import HttpTransport
 from tau_adapters.protocol import AdapterAuthError, AdapterError, AdapterProtocolError
 from tau_adapters.redaction import Redactor
 
@@ -240,9 +240,3 @@ async def test_sse_parser_wraps_events() -> None:
         ("delta", "1", {"a": 1}),
         ("message", "1", "tail"),
     ]
-
-
-def test_parse_retry_after() -> None:
-    assert parse_retry_after("12") == 12.0
-    assert parse_retry_after("garbage") is None
-    assert parse_retry_after(None) is None

@@ -1,0 +1,38 @@
+"""Seconds to wait from an HTTP `Retry-After` value, for every client that honours one.
+
+Why one copy: the HTTP adapter, the A2A adapter and the LLM layer all back off on 429/503,
+and a value a server got wrong (`soon`, `nan`, `inf`, a date without a zone, a date
+Python cannot represent) must mean the same thing everywhere: the caller's own backoff.
+"""
+
+from __future__ import annotations
+
+import datetime
+import email.utils
+import math
+import time
+
+__all__ = ["parse_retry_after"]
+
+
+def parse_retry_after(value: str | None) -> float | None:
+    """Seconds to wait (delta-seconds or an HTTP date, never negative); None when absent
+    or unreadable, so the caller's own backoff applies."""
+    if not value:
+        return None
+    value = value.strip()
+    try:
+        seconds = float(value)
+    except ValueError:
+        pass
+    else:
+        return max(0.0, seconds) if math.isfinite(seconds) else None
+    try:
+        when = email.utils.parsedate_to_datetime(value)
+    except (TypeError, ValueError, IndexError, OverflowError):
+        return None
+    if when is None:
+        return None
+    if when.tzinfo is None:  # RFC 850 / asctime forms: HTTP dates are GMT
+        when = when.replace(tzinfo=datetime.UTC)
+    return max(0.0, when.timestamp() - time.time())

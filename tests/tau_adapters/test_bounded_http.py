@@ -1,0 +1,99 @@
+"""`tau_adapters.bounded_http`: bodies are decoded by the transport and counted after
+decoding, so a small compressed body never becomes a large one in memory."""
+
+from __future__ import annotations
+
+import gzip
+import zlib
+
+import httpx
+import pytest
+
+from tau_adapters.bounded_http import BodyTooLarge, BoundedTransport
+from tau_adapters.protocol import AdapterProtocolError
+
+LIMIT = 64 * 1024
+BOMB = gzip.compress(b"\0" * (256 * 1024 * 1024), compresslevel=9)  # 256 MiB in ~250 KiB
+
+
+def _client(body: bytes, *, limit: int = LIMIT, chunk: int | None = None, **headers: str):
+    seen: dict[str, str] = {}
+
+    def answer(request: httpx.Request) -> httpx.Response:
+        seen.update(request.headers)
+        pieces = (
+            [body] if chunk is None else [body[i : i + chunk] for i in range(0, len(body), chunk)]
+        )
+        return httpx.Response(
+            200,
+            headers={k.replace("_", "-"): v for k, v in headers.items()},
+            stream=httpx.ByteStream(b"".join(pieces)) if chunk is None else _Chunks(pieces),
+        )
+
+    inner = httpx.MockTransport(answer)
+    transport = BoundedTransport(limit, label="bot", inner=inner)
+    return httpx.AsyncClient(transport=transport), seen
+
+
+class _Chunks(httpx.AsyncByteStream):
+    def __init__(self, pieces: list[bytes]) -> None:
+        self.pieces = pieces
+
+    async def __aiter__(self):  # type: ignore[no-untyped-def]
+        for piece in self.pieces:
+            yield piece
+
+
+async def _chunks(client: httpx.AsyncClient) -> list[int]:
+    sizes: list[int] = []
+    async with client.stream("GET", "http://bot.test/chat?token=s3cret") as response:
+        async for chunk in response.aiter_bytes():
+            sizes.append(len(chunk))
+    return sizes
+
+
+async def test_a_compression_bomb_stops_at_the_limit_without_growing() -> None:
+    # One network chunk of 64 KiB of this bomb is ~64 MiB once decoded; httpx's own decoder
+    # would hand it over whole. Here no piece is ever more than one byte past the limit.
+    client, seen = _client(BOMB, chunk=64 * 1024, Content_Encoding="gzip")
+    sizes: list[int] = []
+    with pytest.raises(BodyTooLarge, match=r"bot: the answer from http://bot.test/chat is larger"):
+        async with client.stream("GET", "http://bot.test/chat?token=s3cret") as response:
+            async for chunk in response.aiter_bytes():
+                sizes.append(len(chunk))
+    assert max(sizes, default=0) <= LIMIT + 1
+    assert seen["accept-encoding"] == "deflate, gzip"
+
+
+@pytest.mark.parametrize("encoding", ["gzip", "deflate", "x-gzip"])
+async def test_compressed_bodies_under_the_limit_are_decoded_whole(encoding: str) -> None:
+    text = b'{"reply": "' + b"hello " * 5000 + b'"}'
+    body = zlib.compress(text) if encoding == "deflate" else gzip.compress(text)
+    client, _ = _client(body, chunk=7, Content_Encoding=encoding)
+    async with client:
+        response = await client.get("http://bot.test/chat")
+    assert response.content == text
+    assert "content-encoding" not in response.headers
+
+
+async def test_a_plain_body_past_the_limit_fails_at_that_byte() -> None:
+    client, _ = _client(b"x" * (LIMIT + 1), chunk=1000)
+    with pytest.raises(BodyTooLarge):
+        await _chunks(client)
+    client, _ = _client(b"x" * LIMIT, chunk=1000)
+    assert sum(await _chunks(client)) == LIMIT
+
+
+async def test_a_declared_length_past_the_limit_fails_before_reading() -> None:
+    client, _ = _client(b"{}", Content_Length=str(LIMIT + 1))
+    with pytest.raises(BodyTooLarge):
+        await client.get("http://bot.test/chat")
+
+
+async def test_undecodable_and_unknown_encodings_are_protocol_errors() -> None:
+    client, _ = _client(b"not gzip at all", Content_Encoding="gzip")
+    with pytest.raises(AdapterProtocolError, match="undecodable compressed answer"):
+        await client.get("http://bot.test/chat")
+    client, _ = _client(b"....", Content_Encoding="br")
+    with pytest.raises(AdapterProtocolError, match="unsupported Content-Encoding 'br'"):
+        await client.get("http://bot.test/chat?token=s3cret")
