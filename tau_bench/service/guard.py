@@ -115,6 +115,13 @@ def check_bounds(data: Mapping[str, Any], limits: ServiceLimits) -> None:
     concurrency = data.get("max_concurrency")
     if concurrency is not None and concurrency > limits.max_concurrency:
         raise SubmissionError("max_concurrency", f"at most {limits.max_concurrency} on this server")
+    for key in ("episode_timeout", "turn_timeout"):
+        value = data.get(key)
+        if isinstance(value, int | float) and value > limits.max_timeout:
+            raise SubmissionError(key, f"at most {limits.max_timeout:g} seconds on this server")
+    steps = data.get("max_steps")
+    if steps is not None and steps > limits.max_steps:
+        raise SubmissionError("max_steps", f"at most {limits.max_steps} on this server")
     if data.get("task_ids") is not None:
         count = count_task_ids(data["task_ids"], limits.max_task_ids)
         if count > limits.max_task_ids:

@@ -47,6 +47,10 @@ class ServiceLimits:
     max_concurrency: int = 64
     # Runs not finished (queued or running) on the server at once: beyond it a 429.
     max_unfinished_runs: int = 50
+    # A deadline a client sets is still a deadline: `episode_timeout`/`turn_timeout` of a
+    # year would let one silent agent hold a run slot for that long.
+    max_timeout: float = 86_400.0
+    max_steps: int = 10_000
 
 
 @dataclass

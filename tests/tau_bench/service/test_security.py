@@ -231,6 +231,11 @@ async def test_server_files_urls_and_unknown_configs_are_refused(
         ({"max_concurrency": 1e9}, "max_concurrency"),
         ({"max_concurrency": "1000000000"}, "max_concurrency"),
         ({"max_steps": 1e12}, "max_steps"),
+        ({"max_steps": 10_001}, "max_steps"),
+        # A deadline of a year is no deadline: one silent agent would hold a run slot.
+        ({"episode_timeout": 1e12}, "episode_timeout"),
+        ({"turn_timeout": 86_401}, "turn_timeout"),
+        ({"episode_timeout": 86_400, "turn_timeout": 600.5, "max_steps": 10_000}, None),
         # Ranges with several `domain/` parts count as the run's parser expands them.
         ({"env": "tau3/retail", "task_ids": ["tau3/retail/0-9999"] * 2}, "task_ids"),
         # No task ids: the split (or the index range) is counted once the data is read.
