@@ -12,6 +12,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 from collections.abc import Callable, Iterable
@@ -134,11 +135,24 @@ def _json_text(data: Any) -> str:
 
 
 def write_json_atomic(path: Path, data: Any) -> None:
-    """Write JSON through a temporary file and rename, so readers never see half a file."""
+    """Write JSON through a temporary file and rename, so readers never see half a file.
+
+    A write that fails (a full disk, `path` a folder, Ctrl-C) removes the temporary file
+    it made and raises: nothing is left next to `path`."""
     path.parent.mkdir(parents=True, exist_ok=True)
     tmp = path.with_name(path.name + ".tmp")
-    with tmp.open("w", encoding="utf-8") as fh:
-        fh.write(_json_text(data))
-        fh.flush()
-        os.fsync(fh.fileno())
-    os.replace(tmp, path)
+    made = False
+    try:
+        # A lone surrogate (from a JSON `"\\ud800"` read back) has no UTF-8 form: it is
+        # written as its JSON escape - always inside a JSON string, so the file stays JSON.
+        with tmp.open("w", encoding="utf-8", errors="backslashreplace") as fh:
+            made = True
+            fh.write(_json_text(data))
+            fh.flush()
+            os.fsync(fh.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        if made:
+            with contextlib.suppress(OSError):
+                tmp.unlink()
+        raise

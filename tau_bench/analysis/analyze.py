@@ -8,20 +8,28 @@ for JSON with a schema and validating it with pydantic. A reply that does not va
 is retried once with the validation error; a second bad reply - or a call that fails
 for good - is recorded as unclassified, never raised: one bad episode never stops the
 analysis.
+
+What the judge writes is untrusted: every result is masked (`tau_adapters.redaction`)
+before anyone sees it - the judge's API key, every secret-looking environment value, and
+anything shaped like a key or token, also where a JSON or URL encoder spelled it. Results
+are collected as they finish, into an `Analysis` the caller may hold, so an interrupted
+analysis keeps what it paid for.
 """
 
 from __future__ import annotations
 
 import asyncio
+import bisect
 import json
 import re
 from collections import Counter
 from collections.abc import Sequence
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, field, fields, replace
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
+from tau_adapters.redaction import environment_secrets, mask_encoded, redact_text
 from tau_bench.analysis.loading import Run
 from tau_bench.llm import LLMConfig, LLMError, complete
 from tau_bench.records import EpisodeRecord, is_success
@@ -223,8 +231,29 @@ def parse_reply(text: str) -> FaultAnalysis:
 # -- calls -----------------------------------------------------------------------------
 
 
+def judge_secrets(config: LLMConfig) -> list[str]:
+    """What must never be written from a judge's reply: the API key it was sent (an
+    `api_key` in `config.extra`) and secret-looking environment values (OPENAI_API_KEY...)."""
+    key = config.extra.get("api_key") if config.extra else None
+    return [*([key] if isinstance(key, str) and key else []), *environment_secrets()]
+
+
+def masked(result: EpisodeAnalysis, secrets: Sequence[str]) -> EpisodeAnalysis:
+    """`result` with every secret masked in each of its strings (see the module docstring)."""
+    changes: dict[str, Any] = {
+        f.name: redact_text(mask_encoded(value, secrets), secrets)
+        for f in fields(result)
+        if isinstance(value := getattr(result, f.name), str)
+    }
+    return replace(result, **changes)
+
+
 async def classify(config: LLMConfig, run: str, record: EpisodeRecord) -> EpisodeAnalysis:
-    """One failed episode classified; never raises (except cancellation)."""
+    """One failed episode classified, secrets masked; never raises (except cancellation)."""
+    return masked(await _classify(config, run, record), judge_secrets(config))
+
+
+async def _classify(config: LLMConfig, run: str, record: EpisodeRecord) -> EpisodeAnalysis:
     result = EpisodeAnalysis(run, record.task_id, record.trial, record.reward, "unclassified")
     messages: list[dict[str, Any]] = [
         {"role": "system", "content": SYSTEM_PROMPT},
@@ -272,9 +301,20 @@ def failed_records(run: Run, limit: int | None = None) -> list[EpisodeRecord]:
 
 @dataclass
 class Analysis:
+    """The judge's results (in the order of the runs, then task, then trial) and each
+    run's failed-episode count; `interrupted` when the analysis was stopped part way."""
+
     model: str
     results: list[EpisodeAnalysis]
     failed: dict[str, int]
+    interrupted: bool = False
+    _positions: list[int] = field(default_factory=list, repr=False)
+
+    def add(self, position: int, result: EpisodeAnalysis) -> None:
+        """Keep `result`, finished in any order, at its place among the others."""
+        at = bisect.bisect(self._positions, position)
+        self._positions.insert(at, position)
+        self.results.insert(at, result)
 
     def summary(self) -> dict[str, Any]:
         classified = [r for r in self.results if r.status == "classified"]
@@ -292,6 +332,7 @@ class Analysis:
     def to_dict(self) -> dict[str, Any]:
         return {
             "model": self.model,
+            "interrupted": self.interrupted,
             "failed_episodes": self.failed,
             "summary": self.summary(),
             "results": [r.to_dict() for r in self.results],
@@ -304,20 +345,24 @@ async def analyze_runs(
     *,
     max_failed: int | None = None,
     max_concurrency: int = 1,
+    into: Analysis | None = None,
 ) -> Analysis:
-    """Classify up to `max_failed` failed episodes of each run, `max_concurrency` at once."""
+    """Classify up to `max_failed` failed episodes of each run, `max_concurrency` at once.
+
+    Each result joins `into` (a new Analysis by default) as soon as it is finished: when
+    the analysis is cancelled (Ctrl-C), `into` holds every result already paid for."""
     if max_concurrency < 1:
         raise ValueError("max_concurrency must be at least 1")
+    analysis = into if into is not None else Analysis(model=config.model, results=[], failed={})
     semaphore = asyncio.Semaphore(max_concurrency)
     jobs: list[tuple[str, EpisodeRecord]] = []
-    failed: dict[str, int] = {}
     for run in runs:
-        failed[run.label] = len(failed_records(run))
+        analysis.failed[run.label] = len(failed_records(run))
         jobs += [(run.label, r) for r in failed_records(run, max_failed)]
 
-    async def one(label: str, record: EpisodeRecord) -> EpisodeAnalysis:
+    async def one(position: int, label: str, record: EpisodeRecord) -> None:
         async with semaphore:
-            return await classify(config, label, record)
+            analysis.add(position, await classify(config, label, record))
 
-    results = await asyncio.gather(*(one(label, r) for label, r in jobs))
-    return Analysis(model=config.model, results=list(results), failed=failed)
+    await asyncio.gather(*(one(i, label, r) for i, (label, r) in enumerate(jobs)))
+    return analysis

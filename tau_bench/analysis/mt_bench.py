@@ -22,13 +22,19 @@ With several trials, trial 0 keeps the names above and trial k > 0 writes
 A namespaced id (`retail/12`, multi-domain runs) is `retail-12` in file names and
 `"task-retail-12"` in `task-id`.
 `model` is sanitised for file names: every run of characters other than letters,
-digits, `.`, `-` and `_` becomes `_` (`openai/gpt-4o` -> `openai_gpt-4o`).
+digits, `.`, `-` and `_` becomes `_` (`openai/gpt-4o` -> `openai_gpt-4o`). Names read from
+a results file are untrusted, so every name part (model, dataset, task id) is also kept to
+`MAX_NAME_CHARS`: a longer one is cut and ends in `-` and 8 hex digits of its SHA-256, so
+that it stays the same from one export to the next and two long names stay apart. A write
+that fails part way removes the new folder: there is never half an export.
 """
 
 from __future__ import annotations
 
+import hashlib
 import json
 import re
+import shutil
 from collections.abc import Iterable
 from datetime import datetime
 from pathlib import Path
@@ -42,12 +48,32 @@ _UNSAFE = re.compile(r"[^A-Za-z0-9._-]+")
 # Actions in `result` and `truth` are joined by a comma with no space (the contract).
 SEPARATOR = ","
 DEFAULT_OUT = "data"
+MAX_NAME_CHARS = 80
+"""Longest name part written (file systems allow 255 bytes for a whole file name)."""
+_HASH_CHARS = 8
 
 
-def safe_name(name: str) -> str:
-    """`name` usable as a file-name part (see the module docstring)."""
+def bounded(part: str, original: str | None = None, limit: int = MAX_NAME_CHARS) -> str:
+    """`part` (already safe for a file name) if it is at most `limit` characters, else
+    its start, `-` and the first hex digits of the SHA-256 of `original` (default:
+    `part`): short, stable from one call to the next, and distinct for distinct names."""
+    if len(part) <= limit:
+        return part
+    digest = hashlib.sha256((original if original is not None else part).encode()).hexdigest()
+    head = part[: limit - _HASH_CHARS - 1].rstrip("._-")
+    return f"{head}-{digest[:_HASH_CHARS]}"
+
+
+def safe_name(name: str, limit: int = MAX_NAME_CHARS) -> str:
+    """`name` usable as a file-name part (see the module docstring), at most `limit`
+    characters."""
     cleaned = _UNSAFE.sub("_", name).strip("._")
-    return cleaned or "model"
+    return bounded(cleaned, name, limit) if cleaned else "model"
+
+
+def task_part(task_id: TaskId) -> str:
+    """The task id as it appears in file names (`retail-12`), at most `MAX_NAME_CHARS`."""
+    return bounded(file_part(task_id), str(task_id))
 
 
 def action_text(name: str, arguments: Any) -> str:
@@ -162,19 +188,31 @@ def write_mt_bench(
 ) -> Path:
     """Write the export (see the module docstring); returns the new folder."""
     stamp = (when or datetime.now()).strftime("%Y%m%d_%H%M%S")
-    folder = _fresh_dir(Path(out_dir) / f"{safe_name(dataset)}_{stamp}")
     name = safe_name(model)
     ordered = _ordered(records)
+    folder = _fresh_dir(Path(out_dir) / f"{safe_name(dataset)}_{stamp}")
+    try:
+        _write_files(folder, name, ordered)
+    except BaseException:  # a failed (or interrupted) export leaves no half folder
+        shutil.rmtree(folder, ignore_errors=True)
+        raise
+    return folder
+
+
+def _write_files(folder: Path, name: str, ordered: list[EpisodeRecord]) -> None:
     for record in ordered:
         suffix = f"_trial{record.trial}" if record.trial else ""
-        stem = f"{name}_task{file_part(record.task_id)}{suffix}"
+        stem = f"{name}_task{task_part(record.task_id)}{suffix}"
         path, n = folder / f"{stem}_trajectory.jsonl", 1
         while path.exists():  # two ids with one file name (`a/1` and `a-1`): never overwrite
             n += 1
             path = folder / f"{stem}_{n}_trajectory.jsonl"
-        path.write_text(_jsonl(chat_lines(record.messages)), encoding="utf-8")
-    (folder / f"{name}_scores.jsonl").write_text(scores_text(ordered), encoding="utf-8")
-    (folder / f"{name}_scores.extra.jsonl").write_text(
-        _jsonl(extra_row(r) for r in ordered), encoding="utf-8"
-    )
-    return folder
+        _write(path, _jsonl(chat_lines(record.messages)))
+    _write(folder / f"{name}_scores.jsonl", scores_text(ordered))
+    _write(folder / f"{name}_scores.extra.jsonl", _jsonl(extra_row(r) for r in ordered))
+
+
+def _write(path: Path, text: str) -> None:
+    # A lone surrogate (a results file may hold `"\\ud800"`) cannot be UTF-8: it is
+    # written as its JSON escape, which is where it always is (inside a JSON string).
+    path.write_text(text, encoding="utf-8", errors="backslashreplace")

@@ -64,6 +64,10 @@ def rescore(
     ] = None,
 ) -> None:
     """Replay recorded trajectories on today's domain and recompute their rewards."""
+    from tau_bench.cli.tau2_cmd import check_output
+
+    if output is not None:
+        check_output(output)  # before the replay (and a τ³ judge's calls)
     if env is not None and env.strip().startswith("tau3/"):  # a τ² results file
         from tau_bench.cli.tau2_cmd import rescore_tau2
 
@@ -181,28 +185,64 @@ def analyze(
 ) -> None:
     """Classify failed episodes with an LLM: whose fault (user, agent, environment), what kind."""
     import asyncio
+    import math
 
-    from tau_bench.analysis.analyze import analyze_runs
+    from tau_bench.analysis.analyze import Analysis, analyze_runs
+    from tau_bench.analysis.mt_bench import safe_name
+    from tau_bench.cli.tau2_cmd import check_output
     from tau_bench.llm import LLMConfig
-    from tau_bench.results import write_json_atomic
 
+    if not math.isfinite(temperature) or not 0 <= temperature <= MAX_TEMPERATURE:
+        fail(f"--temperature must be a number from 0 to {MAX_TEMPERATURE:g}, not {temperature}")
     if max_concurrency < 1:
         fail("--max-concurrency must be at least 1")
     if max_num_failed_results is not None and max_num_failed_results < 0:
         fail("--max-num-failed-results must not be negative")
     runs = load_results(results)
+    # The run's name comes from the results file: made safe (no folders) and short.
+    out = output or Path(f"analysis-{safe_name(runs[0].label)}.json")
+    check_output(out, flag="-o" if output else "output")  # before any paid judge call
     config = LLMConfig(
         model=model, provider=model_provider, api_base=api_base, temperature=temperature
     )
-    analysis = asyncio.run(
-        analyze_runs(
-            runs, config, max_failed=max_num_failed_results, max_concurrency=max_concurrency
+    analysis = Analysis(model=model, results=[], failed={})
+    try:
+        asyncio.run(
+            analyze_runs(
+                runs,
+                config,
+                max_failed=max_num_failed_results,
+                max_concurrency=max_concurrency,
+                into=analysis,
+            )
         )
-    )
-    out = output or Path(f"analysis-{runs[0].label}.json")
-    write_json_atomic(out, analysis.to_dict())
+    except KeyboardInterrupt:
+        analysis.interrupted = True
+        if not analysis.results:
+            note("interrupted before any judge result: nothing written")
+        else:
+            _write_analysis(out, analysis)
+            note(
+                f"interrupted: wrote the {len(analysis.results)} finished result(s) to {out}; "
+                "unfinished episodes are not in it"
+            )
+        raise SystemExit(130) from None
+    _write_analysis(out, analysis)
     _print_analysis(analysis)
     note(f"wrote {out}")
+
+
+MAX_TEMPERATURE = 2.0
+"""The highest sampling temperature providers accept (OpenAI's range is 0 to 2)."""
+
+
+def _write_analysis(out: Path, analysis: Any) -> None:
+    from tau_bench.results import write_json_atomic
+
+    try:
+        write_json_atomic(out, analysis.to_dict())
+    except OSError as exc:
+        fail(f"cannot write {out}: {exc.strerror or exc}")
 
 
 def _print_analysis(analysis: Any) -> None:
@@ -251,6 +291,7 @@ def export(
 ) -> None:
     """Export results in another format (mt-bench: per-task chat JSONL and a scores file)."""
     from tau_bench.analysis.mt_bench import write_mt_bench
+    from tau_bench.cli.tau2_cmd import check_output
 
     if format == "tau2":  # τ³ runs as τ² results files (tau2 view / evaluate-trajs)
         from tau_bench.cli.tau2_cmd import export_tau2
@@ -259,11 +300,15 @@ def export(
         return
     if format != "mt-bench":
         fail(f"unknown export format {format!r} (available: mt-bench, tau2)")
+    check_output(output, folder=True)
     for run in load_results(results):
-        folder = write_mt_bench(
-            run.records,
-            output,
-            dataset=dataset or run.env or "tau-bench",
-            model=model or run.model or run.agent,
-        )
+        try:
+            folder = write_mt_bench(
+                run.records,
+                output,
+                dataset=dataset or run.env or "tau-bench",
+                model=model or run.model or run.agent,
+            )
+        except OSError as exc:  # the half-written folder is already removed
+            fail(f"{run.label}: cannot write the export in {output}: {exc.strerror or exc}")
         note(f"{run.label}: wrote {folder}")

@@ -6,6 +6,7 @@ v1 paths stay as they were. User errors print one line and exit 2 (`fail`).
 
 from __future__ import annotations
 
+import os
 import sys
 from pathlib import Path
 from typing import Any
@@ -13,11 +14,33 @@ from typing import Any
 from tau_adapters.jsonsafe import printable
 from tau_bench.cli.errors import fail
 
-__all__ = ["export_tau2", "rescore_tau2"]
+__all__ = ["check_output", "export_tau2", "rescore_tau2"]
 
 
 def _note(message: str) -> None:
     print(printable(message), file=sys.stderr, flush=True)
+
+
+def check_output(path: Path, *, folder: bool = False, flag: str = "-o") -> None:
+    """Refuse (one line, exit 2) an output the command could not write, before any work
+    is done: a file name that is a folder, a folder that is a file, a path under a file,
+    a folder that is not writable. `results_cmd` uses it too (it imports this module,
+    never the other way round)."""
+    if folder:
+        if path.exists() and not path.is_dir():
+            fail(f"{flag} {path} is a file, not a folder")
+        start = path
+    else:
+        if path.is_dir():
+            fail(f"{flag} {path} is a folder; give a file name")
+        start = path.parent
+    for ancestor in (start, *start.parents):
+        if ancestor.exists():
+            if not ancestor.is_dir():
+                fail(f"{flag} {path}: {ancestor} is not a folder")
+            if not os.access(ancestor, os.W_OK | os.X_OK):
+                fail(f"{flag} {path}: {ancestor} is not writable")
+            return
 
 
 def _tau3_domain(env: str, data_dir: str | None) -> Any:
@@ -75,10 +98,13 @@ def rescore_tau2(
 
 
 def export_tau2(runs: list[Any], output: Path, data_dir: str | None) -> None:
-    """Each τ³ run as one τ² results file per domain, in `output`."""
+    """Each τ³ run as one τ² results file per domain, in `output` (named
+    `<run>.<domain>.json`, the run's name made safe and short as MT-bench names are)."""
+    from tau_bench.analysis.mt_bench import bounded
     from tau_bench.task_ids import file_part
     from tau_bench.tau3.interchange.export import export_records, record_domain
 
+    check_output(output, folder=True)
     wrote = 0
     for run in runs:
         groups: dict[str, list[Any]] = {}
@@ -90,18 +116,21 @@ def export_tau2(runs: list[Any], output: Path, data_dir: str | None) -> None:
             fail(f"{run.label}: not a τ³ run (--format tau2 exports runs of --env tau3/...)")
         for name, records in groups.items():
             domain = _tau3_domain(f"tau3/{name}", data_dir)
-            path = output / f"{file_part(run.label)}.{name}.json"
-            done = export_records(
-                records,
-                domain.loaded,
-                path,
-                label=run.label,
-                num_trials=run.num_trials,
-                agent=run.agent_strategy,
-                model=run.model,
-                user_model=run.user_model,
-                seed=run.config.get("seed"),
-            )
+            path = output / f"{bounded(file_part(run.label), run.label)}.{name}.json"
+            try:
+                done = export_records(
+                    records,
+                    domain.loaded,
+                    path,
+                    label=run.label,
+                    num_trials=run.num_trials,
+                    agent=run.agent_strategy,
+                    model=run.model,
+                    user_model=run.user_model,
+                    seed=run.config.get("seed"),
+                )
+            except OSError as exc:
+                fail(f"cannot write {path}: {exc.strerror or exc}")
             wrote += 1
             extra = f", {done.skipped_errors} errored left out" if done.skipped_errors else ""
             _note(f"{run.label}: wrote {path} ({done.simulations} simulations{extra})")
