@@ -94,7 +94,9 @@ def message_html(message: dict[str, Any], system_ref: str | None = None) -> str:
 
 def markdown_html(text: str) -> str:
     """Agents and users write markdown (lists, **bold**, tables): rendered, with raw
-    HTML in it escaped (never interpreted) and unsafe link targets dropped."""
+    HTML in it escaped (never interpreted), unsafe link targets dropped, and images not
+    loaded: `![x](url)` is `!` and a link to the url (a bot could plant a tracking
+    image in the self-contained report)."""
     return _markdown().render(text)
 
 
@@ -103,8 +105,9 @@ def _markdown() -> Any:
     from markdown_it import MarkdownIt
 
     # commonmark with html off: `<script>` in a message is shown as text. Tables on;
-    # single newlines kept as line breaks, as a chat message means them.
-    return MarkdownIt("commonmark", {"html": False, "breaks": True}).enable("table")
+    # single newlines kept as line breaks, as a chat message means them. No images.
+    md = MarkdownIt("commonmark", {"html": False, "breaks": True}).enable("table")
+    return md.disable("image")
 
 
 def _diff_table(diffs: list[dict[str, Any]]) -> str:

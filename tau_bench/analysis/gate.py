@@ -9,6 +9,7 @@ trials per task that would make the interval's half-width D at the observed vari
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 from typing import Any
 
@@ -70,8 +71,11 @@ def evaluate_gate(comparison: Comparison, max_drop: float) -> GateResult:
     """The gate on a comparison of exactly two runs, BASE first (the baseline)."""
     if len(comparison.rows) != 2 or len(comparison.runs) != 2:
         raise GateError("--gate compares exactly two runs: BASE NEW")
-    if max_drop < 0:
-        raise GateError("--max-drop must be 0 or more (a reward difference, e.g. 0.05)")
+    if not (math.isfinite(max_drop) and 0 <= max_drop <= 1):  # rewards are from 0 to 1
+        raise GateError(
+            f"--max-drop must be a number from 0 to 1 (a drop in mean reward, e.g. 0.05), "
+            f"not {max_drop}"
+        )
     if not comparison.paired:
         raise GateError("--gate: the two runs have no scored task in common")
     paired = comparison.paired[0]

@@ -12,6 +12,9 @@ from typing import Any
 from tau_bench.analysis import svg
 from tau_bench.analysis.compare import Comparison
 
+PNG_NAMES = ("pass_k.png", "cost_reward.png", "per_task.png")
+"""Every file `write_pngs` may write in its folder (pass_k.png only with several trials)."""
+
 
 class MissingPlotLibrary(RuntimeError):
     """matplotlib is not installed."""
@@ -34,7 +37,8 @@ def _pyplot() -> Any:
 def write_pngs(comparison: Comparison, out_dir: Path, dpi: int = 120) -> list[Path]:
     """cost_reward.png, per_task.png and (with more than one trial) pass_k.png in
     `out_dir`; their paths. As in the HTML report: runs with equal values are drawn side
-    by side, labels do not overlap, and a run with no scored episode is not drawn at 0."""
+    by side, labels do not overlap, and a run with no scored episode is not drawn at 0.
+    `out_dir` is made if missing; `tau report` checks it before writing anything."""
     plt = _pyplot()
     out_dir.mkdir(parents=True, exist_ok=True)
     written = []

@@ -1,9 +1,11 @@
 """`tau report`: one self-contained HTML file — tables, charts, every trajectory.
 
 Self-contained means it opens from disk with no network: CSS, a small script (filters)
-and SVG charts are inline, nothing is fetched. Without JavaScript everything is still
-there (trajectories are closed `<details>`); the script only filters and opens the
-episode a heatmap cell links to.
+and SVG charts are inline, nothing is fetched. The page's Content-Security-Policy says so
+to the browser too (`CSP`): nothing in a trajectory can make it load a URL (a tracking
+image an agent or user wrote). Without JavaScript everything is still there
+(trajectories are closed `<details>`); the script only filters and opens the episode a
+heatmap cell links to.
 
 Task ids may name their domain (`retail/12`, multi-domain runs): they appear as they are
 in element ids (`#e-2-retail/12-0`) and in the task filter, where `12` also finds
@@ -13,6 +15,10 @@ heatmap and trajectories are `report_tasks`, the CSS and script `report_assets`.
 
 from __future__ import annotations
 
+import contextlib
+import os
+import secrets
+import stat
 from collections.abc import Sequence
 from datetime import datetime
 from html import escape
@@ -27,6 +33,13 @@ from tau_bench.analysis.report_assets import CSS, JS
 from tau_bench.analysis.report_tasks import heatmap, task_instructions, trajectories
 from tau_bench.analysis.tables import fmt, fmt_cost, fmt_seconds, user_text
 from tau_bench.error_classes import CLASSES
+
+CSP = (
+    "default-src 'none'; img-src data:; style-src 'unsafe-inline'; "
+    "script-src 'unsafe-inline'; base-uri 'none'; form-action 'none'"
+)
+"""The page fetches nothing: its own inline style and script run, images only from
+`data:` URLs; no request to any host (nor a `<base>` or a form that would make one)."""
 
 
 def _legend(comparison: Comparison) -> str:
@@ -210,6 +223,7 @@ def render_report(
     )
     return (
         '<!DOCTYPE html><html lang="en"><head><meta charset="utf-8">'
+        f'<meta http-equiv="Content-Security-Policy" content="{CSP}">'
         '<meta name="viewport" content="width=device-width, initial-scale=1">'
         f"<title>{escape(title)}</title><style>{CSS}</style></head><body>"
         f"<header><h1>{escape(title)}</h1><p class='muted'>{len(comparison.rows)} run(s), "
@@ -235,6 +249,28 @@ def render_report(
 def write_report(
     path: Path, comparison: Comparison, runs: Sequence[Run] | None = None, title: str = ""
 ) -> Path:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(render_report(comparison, runs, title), encoding="utf-8")
+    """Write the page to `path` through a temporary file in its folder, renamed over it:
+    a write that fails (a full disk, a file size limit) raises and leaves the previous
+    report as it was and no temporary file. Through a symlink, its target is replaced."""
+    html = render_report(comparison, runs, title)
+    target = Path(os.path.realpath(path))
+    target.parent.mkdir(parents=True, exist_ok=True)
+    tmp = target.with_name(f".{target.name}.{secrets.token_hex(4)}.tmp")
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666)  # the umask applies
+    try:
+        with contextlib.suppress(FileNotFoundError):  # keep a previous report's mode
+            os.chmod(tmp, stat.S_IMODE(target.stat().st_mode))
+        # A lone surrogate (from a JSON "\ud800") has no UTF-8 form: shown as "?".
+        with os.fdopen(fd, "w", encoding="utf-8", errors="replace") as fh:
+            fd = -1
+            fh.write(html)
+            fh.flush()
+            os.fsync(fh.fileno())
+        os.replace(tmp, target)
+    except BaseException:
+        if fd >= 0:
+            os.close(fd)
+        with contextlib.suppress(OSError):
+            tmp.unlink()
+        raise
     return path

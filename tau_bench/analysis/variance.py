@@ -191,9 +191,10 @@ def trials_needed(
     With d_t the per-task difference of mean rewards over k trials,
     Var(d_t) = s_task + s_trial / k, where s_trial is the within-task variance of both
     runs added; the mean over T tasks has a normal-approximation half-width
-    z * sqrt(Var(d_t) / T). Solving for k gives the trials needed."""
+    z * sqrt(Var(d_t) / T). Solving for k gives the trials needed. None too for a
+    half-width that is not a positive finite number (no number of trials reaches it)."""
     tasks = [t for t in base if t in new and base[t] and new[t]]
-    if not tasks or half_width <= 0:
+    if not tasks or not (math.isfinite(half_width) and half_width > 0):
         return None
     diffs = [_mean(new[t]) - _mean(base[t]) for t in tasks]
     k_obs = _mean([min(len(base[t]), len(new[t])) for t in tasks])

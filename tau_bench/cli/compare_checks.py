@@ -1,11 +1,15 @@
 """What `tau compare` / `tau report` add around the comparison itself: the refusal of
 unlike runs (exit 3, `--allow-mismatch`), the variance table of `--by-user-model`, the
-cost table, and the regression gate (`--gate BASE NEW --max-drop D`)."""
+cost table, the regression gate (`--gate BASE NEW --max-drop D`), and the checks of the
+output paths (`--json`, `-o`, `--png-dir`) made before any work."""
 
 from __future__ import annotations
 
+import math
+import os
 import sys
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from tau_adapters.jsonsafe import printable
@@ -89,8 +93,78 @@ def gate_exit(gate: dict[str, Any] | None) -> None:
 def check_gate_args(gate: bool, by_user_model: bool, max_drop: float | None) -> None:
     if max_drop is not None and not gate:
         fail("--max-drop goes with --gate")
+    if max_drop is not None and not (math.isfinite(max_drop) and 0 <= max_drop <= 1):
+        # a drop in mean reward, and rewards are from 0 to 1
+        fail(f"--max-drop must be a number from 0 to 1 (a drop in mean reward), not {max_drop}")
     if gate and by_user_model:
         fail("--gate compares two whole runs: leave out --by-user-model")
+
+
+def check_output(path: Path, flag: str, *, folder: bool = False) -> None:
+    """Refuse (one line, exit 2), before any work, an output that cannot be written: a
+    file name that is a folder, a folder that is a file, a path under a file, a folder
+    that is not writable. What only the write can tell (a full disk, a file size limit,
+    a special file system) is caught when writing."""
+    if folder:
+        if path.exists() and not path.is_dir():
+            fail(f"{flag} {path} is a file, not a folder")
+        start = path
+    else:
+        if path.is_dir():
+            fail(f"{flag} {path} is a folder; give a file name")
+        start = path.parent
+    for ancestor in (start, *start.parents):
+        if ancestor.exists():
+            if not ancestor.is_dir():
+                fail(f"{flag} {path}: {ancestor} is not a folder")
+            if not os.access(ancestor, os.W_OK | os.X_OK):
+                fail(f"{flag} {path}: {ancestor} is not writable")
+            return
+
+
+def run_files(run: Run) -> list[Path]:
+    """The files a run consists of: its results file and the ones `tau run` writes next
+    to it, which the loader reads with it (`<stem>.jsonl`, `<stem>.json`,
+    `<stem>.summary.json`), whether they exist yet or not."""
+    path = Path(run.path)
+    stem = path.with_suffix("")
+    return [
+        path,
+        *(
+            p
+            for p in (
+                stem.with_name(stem.name + ".jsonl"),
+                stem.with_name(stem.name + ".json"),
+                stem.with_name(stem.name + ".summary.json"),
+            )
+            if p != path
+        ),
+    ]
+
+
+def _same_file(a: Path, b: Path) -> bool:
+    if os.path.realpath(a) == os.path.realpath(b):
+        return True
+    try:
+        return os.path.samefile(a, b)  # hard links, bind mounts
+    except OSError:  # one of them does not exist
+        return False
+
+
+def check_not_input(outputs: Mapping[str, Sequence[Path]], runs: Sequence[Run]) -> None:
+    """Refuse (one line, exit 2) an output that is one of the compared runs' files:
+    writing it would replace a run's results with a report. `outputs` maps what the
+    user wrote (`--json out.json`) to the files it writes (`out.json`, `out.json.tmp`)."""
+    for option, paths in outputs.items():
+        for out in paths:
+            for run in runs:
+                for part in run_files(run):
+                    if not _same_file(out, part):
+                        continue
+                    what = (
+                        "an input" if part == Path(run.path) else f"part of input run {run.label}"
+                    )
+                    fail(f"{option} would overwrite {part}, {what}: choose another output file")
 
 
 def print_costs(console: Any, comparison: Comparison) -> dict[str, Any]:

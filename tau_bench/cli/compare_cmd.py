@@ -1,7 +1,8 @@
 """`tau compare` and `tau report`, and the results loading every results command shares.
 
 Thin: load results files, call `tau_bench.analysis`, print. User errors (unreadable
-files, runs on different tasks, a missing optional library) print one line and exit 2.
+files, runs on different tasks, a missing optional library, an output that cannot be
+written or is one of the inputs) print one line and exit 2.
 `tau rescore`, `tau analyze` and `tau export` (one run in, a new file out) are in
 `results_cmd`.
 """
@@ -9,6 +10,7 @@ files, runs on different tasks, a missing optional library) print one line and e
 from __future__ import annotations
 
 import sys
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any
 
@@ -81,18 +83,21 @@ def _compare(
     by_user_model: bool,
     allow_mismatch: bool = False,
     tasks: str | None = None,
+    outputs: Mapping[str, Sequence[Path]] | None = None,
 ) -> Comparison:
-    """The comparison; its `runs` are the runs as compared (one per row). Unlike runs
-    are refused first (exit 3; `tau_bench.cli.compare_checks`)."""
+    """The comparison; its `runs` are the runs as compared (one per row). `outputs` (by
+    flag) that are one of the runs' files are refused once the runs are found, unlike
+    runs next (exit 3; `tau_bench.cli.compare_checks`)."""
     from tau_bench.analysis.bootstrap import MAX_RESAMPLES
     from tau_bench.analysis.compare import ComparisonError, UnknownBaseline, compare_runs
-    from tau_bench.cli.compare_checks import check_confounds
+    from tau_bench.cli.compare_checks import check_confounds, check_not_input
 
     if not 1 <= resamples <= MAX_RESAMPLES:
         fail(f"--bootstrap must be from 1 to {MAX_RESAMPLES:,} (resamples are kept in memory)")
     if not 0 < confidence < 1:
         fail("--confidence must be between 0 and 1 (e.g. 0.95)")
     runs = load_results(results, tasks)
+    check_not_input(outputs or {}, runs)
     confounds = check_confounds(
         runs, intersect=intersect, allow_mismatch=allow_mismatch, console=stdout_console()
     )
@@ -179,6 +184,7 @@ def compare(
     """Compare runs: metrics per run, paired difference with a bootstrap CI, per task."""
     from tau_bench.cli.compare_checks import (
         check_gate_args,
+        check_output,
         gate_exit,
         print_costs,
         print_variance,
@@ -186,6 +192,11 @@ def compare(
     )
 
     check_gate_args(gate, by_user_model, max_drop)
+    outputs: dict[str, list[Path]] = {}
+    if json_out is not None:
+        check_output(json_out, "--json")
+        # write_json_atomic writes `<out>.tmp` first, then renames it over `<out>`
+        outputs[f"--json {json_out}"] = [json_out, json_out.with_name(json_out.name + ".tmp")]
     from tau_bench.analysis.clean_subset import comparison_dict, comparison_table
     from tau_bench.analysis.tables import matrix_table, paired_table, runs_table
     from tau_bench.results import write_json_atomic
@@ -200,6 +211,7 @@ def compare(
         by_user_model=by_user_model,
         allow_mismatch=allow_mismatch,
         tasks=tasks,
+        outputs=outputs,
     )
     console = stdout_console()
     console.print(runs_table(comparison))
@@ -218,7 +230,10 @@ def compare(
         note(f"{label}: {len(ids)} task(s) not in every run were left out (--intersect)")
     if json_out is not None:
         data = {**comparison.to_dict(), **comparison_dict(comparison)}
-        write_json_atomic(json_out, {**data, **({"gate": gate_result} if gate_result else {})})
+        try:
+            write_json_atomic(json_out, {**data, **({"gate": gate_result} if gate_result else {})})
+        except OSError as exc:  # a full disk, a file size limit, a special file system
+            fail(f"--json: cannot write {json_out}: {exc.strerror or exc}")
         note(f"wrote {json_out}")
     gate_exit(gate_result)
 
@@ -243,7 +258,9 @@ def report(
     tasks: Tasks = None,
 ) -> None:
     """One self-contained HTML report: tables, charts, every trajectory."""
+    from tau_bench.analysis.plots import PNG_NAMES
     from tau_bench.analysis.report import write_report
+    from tau_bench.cli.compare_checks import check_output
 
     if png_dir is not None:
         from tau_bench.analysis.plots import MissingPlotLibrary, _pyplot
@@ -252,6 +269,11 @@ def report(
             _pyplot()
         except MissingPlotLibrary as exc:
             fail(f"--png-dir: {exc}")
+    check_output(output, "-o")
+    outputs = {f"-o {output}": [output]}  # its temporary file has a new, random name
+    if png_dir is not None:
+        check_output(png_dir, "--png-dir", folder=True)
+        outputs[f"--png-dir {png_dir}"] = [png_dir / name for name in PNG_NAMES]
     comparison = _compare(
         results,
         intersect=intersect,
@@ -262,17 +284,27 @@ def report(
         by_user_model=by_user_model,
         allow_mismatch=allow_mismatch,
         tasks=tasks,
+        outputs=outputs,
     )
     warning = comparison.confounds.get("warning")
     if warning:  # the page's first heading says it too
         title = f"{warning} | {title or 'τ-bench comparison'}"
+    if png_dir is not None:  # made before the page: a folder it cannot make stops here
+        try:
+            png_dir.mkdir(parents=True, exist_ok=True)
+        except OSError as exc:
+            fail(f"--png-dir: cannot make {png_dir}: {exc.strerror or exc}")
     try:
         write_report(output, comparison, title=title)
-    except OSError as exc:
-        fail(f"cannot write {output}: {exc.strerror}")
+    except OSError as exc:  # the previous report, if any, is left as it was
+        fail(f"cannot write {output}: {exc.strerror or exc}")
     note(f"wrote {output} ({output.stat().st_size / 1e6:.1f} MB)")
     if png_dir is not None:
         from tau_bench.analysis.plots import write_pngs
 
-        for path in write_pngs(comparison, png_dir):
+        try:
+            written = write_pngs(comparison, png_dir)
+        except OSError as exc:
+            fail(f"--png-dir: cannot write the charts in {png_dir}: {exc.strerror or exc}")
+        for path in written:
             note(f"wrote {path}")
