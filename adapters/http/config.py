@@ -189,7 +189,7 @@ class ServerToolsConfig(_Model):
     host: str = "127.0.0.1"
     port: int = Field(default=0, ge=0, le=65535)
     public_url: str | None = None
-    ttl: float = Field(default=3600.0, gt=0)
+    ttl: float = Field(default=3600.0, gt=0, allow_inf_nan=False)
 
 
 class BotConfig(_Model):

@@ -15,6 +15,7 @@ from __future__ import annotations
 import json
 import sys
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any, TextIO
 
@@ -110,8 +111,15 @@ def _reply(out: TextIO, obj: dict[str, Any]) -> None:
     out.flush()
 
 
-def exec_tau3(env: str, data_dir: Path | None, deterministic_ids: bool) -> None:
-    """`tau env exec --env tau3/<domain>`: the loop over stdin."""
+def exec_tau3(
+    env: str,
+    data_dir: Path | None,
+    deterministic_ids: bool,
+    read_request: Callable[[str, int], Any],
+) -> None:
+    """`tau env exec --env tau3/<domain>`: the loop over stdin. `read_request(line,
+    lineno)` decodes a line or fails with `error: line N: ...` (v1's, passed in by
+    `env_cmd`, so both read lines alike)."""
     from tau_bench.suites import load_domain
     from tau_bench.suites.tau3_env import observation_line
 
@@ -121,10 +129,7 @@ def exec_tau3(env: str, data_dir: Path | None, deterministic_ids: bool) -> None:
     for lineno, line in enumerate(sys.stdin, start=1):
         if not line.strip():
             continue
-        try:
-            request = json.loads(line)
-        except json.JSONDecodeError as exc:
-            fail(f"line {lineno}: not JSON ({exc.msg})")
+        request = read_request(line, lineno)
         if not isinstance(request, dict):
             fail(f"line {lineno}: expected a JSON object")
         if request.get("reset") is True:

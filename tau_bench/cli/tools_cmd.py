@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import math
 import sys
 from pathlib import Path
 
@@ -13,7 +14,10 @@ from tau_bench.cli.errors import fail
 app = typer.Typer(no_args_is_help=True, add_completion=False)
 
 
-_ENV_HELP = "The domain whose tools to serve: airline or retail."
+_ENV_HELP = (
+    "The domain whose tools to serve: airline, retail, or a τ³ domain "
+    "(tau3/airline, tau3/retail, tau3/telecom, ...)."
+)
 
 
 @app.command()
@@ -30,12 +34,27 @@ def serve(
     ),
     data_dir: Path | None = typer.Option(None, "--data-dir", help="τ-bench data directory."),
     mcp: bool = typer.Option(True, "--mcp/--no-mcp", help="Also serve MCP at /mcp."),
+    max_connections: int = typer.Option(
+        1000,
+        "--max-connections",
+        min=1,
+        help="Open connections at most (then the longest idle one makes room).",
+    ),
+    request_timeout: float = typer.Option(
+        30.0,
+        "--request-timeout",
+        help="Seconds a request (headers and body) may take to arrive.",
+    ),
 ) -> None:
     """Serve the tools over HTTP (/sessions, /openapi.json) and MCP (/mcp)."""
-    if not token:
+    if not (token or "").strip():
         fail("pass --token TOKEN or set TAU_TOOLS_TOKEN (clients send it as a bearer token)")
-    if ttl <= 0:
-        fail("--ttl must be positive")
+    if not (math.isfinite(ttl) and ttl > 0):
+        fail(f"--ttl must be a positive, finite number of seconds, got {ttl}")
+    if not (math.isfinite(request_timeout) and request_timeout > 0):
+        fail(
+            f"--request-timeout must be a positive, finite number of seconds, got {request_timeout}"
+        )
     from tau_adapters.extras import require
 
     require("http")
@@ -43,10 +62,19 @@ def serve(
 
     from tau_bench.suites import load_domain
     from tau_bench.toolserver import SessionStore, create_app
+    from tau_bench.toolserver.app import clean_token
+    from tau_bench.toolserver.background import ServerLimits, server_config
 
+    try:
+        token = clean_token(token)
+    except ValueError as exc:
+        fail(f"--token / TAU_TOOLS_TOKEN: {exc}")
+    limits = ServerLimits(max_connections=max_connections, request_timeout=request_timeout)
     domain = load_domain(env, data_dir)
     store = SessionStore(domain, ttl=ttl)
-    app_ = create_app(store, str(token), server_url=public_url, mcp=mcp)
+    app_ = create_app(
+        store, token, server_url=public_url, mcp=mcp, body_timeout=limits.body_timeout
+    )
     import socket
 
     family = socket.AF_INET6 if ":" in host else socket.AF_INET
@@ -67,8 +95,7 @@ def serve(
         file=sys.stderr,
         flush=True,
     )
-    config = uvicorn.Config(app_, log_level="warning", timeout_graceful_shutdown=2)
-    uvicorn.Server(config).run(sockets=[sock])
+    uvicorn.Server(server_config(app_, limits=limits)).run(sockets=[sock])
 
 
 @app.command()
@@ -87,7 +114,12 @@ def openapi(
     from tau_bench.toolserver.openapi import build_openapi
 
     domain = load_domain(env, data_dir)
-    doc = build_openapi(domain.tool_schemas, domain=domain.name, server_url=server_url)
+    doc = build_openapi(
+        domain.tool_schemas,
+        domain=domain.name,
+        server_url=server_url,
+        default_split=domain.default_split,
+    )
     text = json.dumps(doc, indent=2, ensure_ascii=False) + "\n"
     if output is None:
         sys.stdout.write(text)

@@ -28,6 +28,16 @@ _ERRORS = {
     "401": {"description": "Missing or wrong bearer token."},
     "404": {"description": "Unknown or expired session."},
 }
+_TOOL_ERRORS = {
+    "400": {"description": "The body is not JSON, nested too deep, or larger than 1 MiB."},
+    "401": _ERRORS["401"],
+    "404": {"description": "Unknown or expired session, or a tool it does not serve."},
+    "408": {"description": "The body did not arrive in time."},
+    "429": {
+        "description": "The session has made its most tool calls, or sent its most "
+        "argument bytes: start a new session."
+    },
+}
 
 
 def tool_functions(tool_schemas: list[dict[str, Any]]) -> list[dict[str, Any]]:
@@ -50,7 +60,15 @@ def build_openapi(
     *,
     domain: str,
     server_url: str | None = None,
+    default_split: str | None = None,
 ) -> dict[str, Any]:
+    split_schema: dict[str, Any] = {
+        "type": "string",
+        "description": "The task split `task_id` indexes (default: the domain's, "
+        "as `tau run`: test for τ-bench, base for τ³).",
+    }
+    if default_split:
+        split_schema["default"] = default_split
     paths: dict[str, Any] = {
         "/health": {
             "get": {
@@ -71,8 +89,8 @@ def build_openapi(
                             "schema": {
                                 "type": "object",
                                 "properties": {
-                                    "task_id": {"type": "integer"},
-                                    "split": {"type": "string", "default": "test"},
+                                    "task_id": {"type": "integer", "minimum": 0},
+                                    "split": split_schema,
                                 },
                             }
                         }
@@ -89,11 +107,13 @@ def build_openapi(
                                         "session_id": {"type": "string"},
                                         "domain": {"type": "string"},
                                         "task_id": {"type": "integer", "nullable": True},
+                                        "split": {"type": "string"},
                                     },
                                 }
                             }
                         },
                     },
+                    "400": {"description": "A bad task_id or split."},
                     "401": _ERRORS["401"],
                 },
             }
@@ -135,7 +155,7 @@ def build_openapi(
                             }
                         },
                     },
-                    **_ERRORS,
+                    **_TOOL_ERRORS,
                 },
             }
         }
