@@ -6,7 +6,8 @@ on different sessions never share state.
 
 Bounded: the episode environment logs every call with its arguments (that log is what is
 scored), so a session takes at most `max_calls` tool calls and `max_argument_bytes` of
-arguments (their size as JSON text); past either, a call is refused (`SessionLimitError`)
+arguments (their size as JSON text), and all sessions together at most
+`max_total_argument_bytes`; past any of these, a call is refused (`SessionLimitError`)
 and not run. Only the tools the session's domain serves can be called (`UnknownToolError`):
 `respond` and the like are the harness's, not the agent's.
 """
@@ -54,6 +55,9 @@ bound on its action log."""
 MAX_ARGUMENT_BYTES_PER_SESSION = 4 << 20
 """Bytes of tool-call arguments (as JSON text) one session may send in all: the log keeps
 them. Four calls of the largest body the server reads (1 MiB), thousands of real ones."""
+MAX_ARGUMENT_BYTES_IN_ALL = 512 << 20
+"""Bytes of tool-call arguments all open sessions together keep: without it, 10,000
+sessions × 4 MiB could hold 40 GiB. Deleting or expiring a session frees its share."""
 MAX_TASK_INDEX_DIGITS = 9
 
 
@@ -141,6 +145,7 @@ class SessionStore:
         max_sessions: int = 10_000,
         max_calls: int = MAX_CALLS_PER_SESSION,
         max_argument_bytes: int = MAX_ARGUMENT_BYTES_PER_SESSION,
+        max_total_argument_bytes: int = MAX_ARGUMENT_BYTES_IN_ALL,
         clock: Callable[[], float] = time.monotonic,
     ) -> None:
         if not (isinstance(ttl, int | float) and math.isfinite(ttl) and ttl > 0):
@@ -150,6 +155,8 @@ class SessionStore:
         self.max_sessions = max_sessions
         self.max_calls = max_calls
         self.max_argument_bytes = max_argument_bytes
+        self.max_total_argument_bytes = max_total_argument_bytes
+        self._total_argument_bytes = 0  # of the sessions in the store; under `_lock`
         self._clock = clock
         self._sessions: dict[str, ToolSession] = {}
         self._lock = threading.Lock()
@@ -295,7 +302,10 @@ class SessionStore:
 
     def delete(self, session_id: str) -> bool:
         with self._lock:
-            return self._sessions.pop(session_id, None) is not None
+            session = self._sessions.pop(session_id, None)
+            if session is not None:
+                self._total_argument_bytes -= session.argument_bytes
+            return session is not None
 
     def execute(self, session_id: str, name: str, kwargs: Any) -> ToolOutput:
         """Run a tool on the session's DB; the observation. Raises (before running
@@ -317,13 +327,23 @@ class SessionStore:
                     f"tool-call arguments per session ({session.argument_bytes:,} sent so far, "
                     f"this call {size:,}; start a new session)"
                 )
+            with self._lock:
+                if self._sessions.get(session.id) is not session:
+                    raise SessionNotFound(session_id)  # deleted or expired meanwhile
+                if self._total_argument_bytes + size > self.max_total_argument_bytes:
+                    raise SessionLimitError(
+                        f"tool server limit reached: at most {self.max_total_argument_bytes:,} "
+                        "bytes of tool-call arguments kept for all open sessions (delete "
+                        "finished sessions)"
+                    )
+                self._total_argument_bytes += size
+                session.argument_bytes += size
             session.calls += 1
-            session.argument_bytes += size
             return session.env.execute(name, kwargs)
 
     def _sweep_locked(self) -> list[str]:
         now = self._clock()
         expired = [sid for sid, s in self._sessions.items() if now - s.last_used > self.ttl]
         for sid in expired:
-            del self._sessions[sid]
+            self._total_argument_bytes -= self._sessions.pop(sid).argument_bytes
         return expired

@@ -24,6 +24,7 @@ from adapters.http.config_load import load_config
 from tau_bench.domains import Domain
 from tau_bench.env import Env
 from tau_bench.toolserver import BackgroundServer, SessionStore, create_app
+from tau_bench.toolserver.sessions import SessionLimitError
 
 from .conftest import TOY_TASK
 
@@ -218,3 +219,25 @@ def test_body_timeouts_leave_no_traceback(toy: Domain, caplog: pytest.LogCapture
             assert _read_until_closed(sock) == b""  # the whole-request deadline cut it
         assert httpx.get(f"{server.url}/health").status_code == 200
     assert not [r for r in caplog.records if r.exc_info], caplog.text
+
+
+def test_all_sessions_together_keep_a_bounded_number_of_argument_bytes(toy: Domain) -> None:
+    """Per-session bounds alone let 10,000 sessions keep 40 GiB; the store's total is
+    bounded too, and a deleted or expired session gives its share back."""
+    now = [0.0]
+    store = SessionStore(
+        toy, ttl=10, max_argument_bytes=2_000, max_total_argument_bytes=3_000, clock=lambda: now[0]
+    )
+    note = {"user_id": "u1", "note": "x" * 1_200}
+    a, b, c = (store.register(Env(toy, TOY_TASK), toy, task_id=0).id for _ in range(3))
+    store.execute(a, "set_note", note)
+    store.execute(b, "set_note", note)
+    with pytest.raises(SessionLimitError, match=r"at most 3,000 bytes .* for all open sessions"):
+        store.execute(c, "set_note", note)
+    assert store.get(c).calls == 0  # refused, not run
+    assert store.delete(a)
+    store.execute(c, "set_note", note)  # a's share is free again
+    now[0] = 11.0  # b and c expire
+    d = store.register(Env(toy, TOY_TASK), toy, task_id=0).id
+    store.execute(d, "set_note", note)
+    store.execute(d, "set_note", {"user_id": "u1", "note": "y"})
