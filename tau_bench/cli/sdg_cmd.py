@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import asyncio
 import json
+import math
+import os
 from pathlib import Path
 from typing import Any
 
@@ -54,16 +56,21 @@ def generate(
     quiet: bool = typer.Option(False, "--quiet", help="No progress bar."),
 ) -> None:
     """Generate tasks: sample users, propose actions, validate in a sandbox, write instructions."""
-    from tau_bench import terminal
     from tau_bench.cli.errors import fail
+
+    if difficulty not in DIFFICULTIES:
+        fail(f"unknown difficulty {difficulty!r} (available: {', '.join(DIFFICULTIES)})")
+    if not math.isfinite(temperature) or temperature < 0:
+        fail(f"--temperature must be a finite number, 0 or more, not {temperature}")
+    _check_files(output_file, rejected_file)  # before the model stack is even imported
+
+    from tau_bench import terminal
     from tau_bench.llm import LLMAuthError
     from tau_bench.sdg.difficulty import Difficulty
     from tau_bench.sdg.pipeline import GenerateOptions
     from tau_bench.sdg.pipeline import generate as run_generation
     from tau_bench.sdg.targets import as_target
 
-    if difficulty not in DIFFICULTIES:
-        fail(f"unknown difficulty {difficulty!r} (available: {', '.join(DIFFICULTIES)})")
     domain = _domain(env, data_dir)
     unsupported = as_target(domain).supports_generation()
     if unsupported:
@@ -103,6 +110,39 @@ def generate(
             f"Quality:      tau sdg stats {output_file}",
             soft_wrap=True,
         )
+
+
+def _check_files(output_file: Path, rejected_file: Path | None) -> None:
+    """One line, before any model call, for files the run would corrupt: the rejected
+    samples written into the tasks file or its runs sidecar, or a file to append to that
+    is not JSONL text."""
+    from tau_bench.cli.errors import fail
+    from tau_bench.sdg.output import runs_path, text_file_problem
+
+    if rejected_file is not None:
+        for other, name in (
+            (output_file, "the --output-file"),
+            (runs_path(output_file), "the --output-file's runs sidecar"),
+        ):
+            if _same_file(rejected_file, other):
+                fail(
+                    f"--rejected-file {rejected_file} is {name}: "
+                    "give the rejected samples a file of their own"
+                )
+    for flag, path in (("--output-file", output_file), ("--rejected-file", rejected_file)):
+        problem = text_file_problem(path) if path is not None else None
+        if problem:
+            fail(f"{flag}: {problem}")
+
+
+def _same_file(a: Path, b: Path) -> bool:
+    """Whether two paths name one file (resolved, symlinks followed; hard links too)."""
+    try:
+        if a.resolve() == b.resolve():
+            return True
+        return a.exists() and b.exists() and os.path.samefile(a, b)
+    except OSError:
+        return False
 
 
 def _domain(env: str, data_dir: Path | None) -> Any:
@@ -270,11 +310,14 @@ def _stats_tables(report: dict[str, Any], source: str) -> list[Any]:
     t3.add_column("measure")
     t3.add_column("value", justify="right")
     t3.add_row("identical action sequences (groups)", str(len(dup["identical_actions"])))
+    at_least = "" if dup["near_identical_complete"] else "at least "
     t3.add_row(
-        f"near-identical instructions (Jaccard >= {dup['similarity_threshold']})",
-        str(len(dup["near_identical_instructions"])),
+        f"near-identical instruction pairs (Jaccard >= {dup['similarity_threshold']})",
+        f"{at_least}{dup['near_identical_pairs']}",
     )
-    t3.add_row("tasks that duplicate another", str(dup["duplicate_tasks"]))
+    t3.add_row("tasks that duplicate another", f"{at_least}{dup['duplicate_tasks']}")
+    if not dup["near_identical_complete"]:
+        t3.add_row("  (near-duplicate search stopped at its work limit)", "")
     val = report["validation"]
     if val is None:
         t3.add_row("validation rate", "n/a (no .runs.jsonl)")
@@ -283,6 +326,8 @@ def _stats_tables(report: dict[str, Any], source: str) -> list[Any]:
             "validation rate",
             f"{val['rate']:.0%} ({val['validated']}/{val['samples']} in {val['runs']} runs)",
         )
+        if val["malformed_runs"]:
+            t3.add_row("  runs lines left out (malformed)", str(val["malformed_runs"]))
         for reason, count in val["rejected"].items():
             t3.add_row(f"  rejected: {reason}", str(count))
         t3.add_row("tasks validated after repair", str(val["repaired_tasks"]))

@@ -18,6 +18,7 @@ JUDGE_OPT = typer.Option(
     None, "--judge-model", help="τ³: NL-assertion judge (default for verify: assume-met)."
 )
 DATA_OPT = typer.Option(None, "--data-dir", help="τ-bench data directory.")
+MIN_WIDTH = 20  # narrower, a preview says nothing (and 0 or less would slice it backwards)
 
 
 def _load(env: str, split: str | None, data_dir: Path | None, tasks_file: Path | None = None):  # type: ignore[no-untyped-def]
@@ -34,7 +35,9 @@ def list_(
     env: str = ENV_OPT,
     task_split: str | None = SPLIT_OPT,
     data_dir: Path | None = DATA_OPT,
-    width: int = typer.Option(90, help="Instruction preview width."),
+    width: int = typer.Option(
+        90, min=MIN_WIDTH, help=f"Instruction preview width ({MIN_WIDTH} or more)."
+    ),
 ) -> None:
     """One line per task: id, user, number of actions, outputs, instruction preview."""
     from rich.table import Table
@@ -120,6 +123,8 @@ def verify(
     from tau_bench.verify import verify_tasks
 
     envs = list(DOMAIN_NAMES) if env == "all" else [e.strip() for e in env.split(",") if e.strip()]
+    if not envs:
+        fail(f"--env names no domain ({env!r}): give airline, retail, a list, or all")
     if tasks_file and len(envs) != 1:
         fail("--tasks-file needs exactly one --env")
     if any(e.startswith("tau3/") for e in envs):

@@ -38,9 +38,18 @@ def _arguments(value: Any) -> Any:
 
 def _from_dict(data: dict[str, Any], call_id: str) -> ToolCall | str:
     if "tool_calls" in data:
-        calls = data.get("tool_calls") or []
+        calls = data.get("tool_calls")
+        if calls is None:
+            calls = []
+        if not isinstance(calls, list | tuple):
+            raise InvalidActionError(
+                f"'tool_calls' must be a list of tool calls, not {type(calls).__name__}"
+            )
         if not calls:
-            return str(data.get("content") or "")
+            content = data.get("content")
+            if content is not None and not isinstance(content, str):
+                raise InvalidActionError("a message's 'content' must be text")
+            return content or ""
         if len(calls) != 1:
             raise InvalidActionError(
                 f"one action is one tool call; this message has {len(calls)} "

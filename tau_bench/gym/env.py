@@ -77,7 +77,7 @@ class TauBenchEnv(gymnasium.Env[str, Any]):
     `user_provider`, `user_api_base`, `user_temperature`, `user_top_p`, `user_options`
     (more `build_user` options), `max_turns` (agent actions per episode), `task_ids`
     (the tasks a reset without `task_id` draws from, "domain/N" with several domains;
-    default all of the split),
+    default all of the split; an id of another domain or out of range is a ValueError),
     `data_dir` (default `$TAU_BENCH_DATA`), `render_mode` ("ansi" or None),
     `judge_model` (τ³ domains: the NL-assertion judge, `assume-met` offline).
     """
@@ -116,12 +116,20 @@ class TauBenchEnv(gymnasium.Env[str, Any]):
         self.domain_name = self.domain_names[0]
         self.mixed = len(self.domain_names) > 1
         self.split = split
-        for name in self.domain_names:  # fail fast on a bad domain or split
-            load_domain(name, data_dir).tasks(split)
+        sizes = {  # fail fast on a bad domain or split
+            name: len(load_domain(name, data_dir).tasks(split)) for name in self.domain_names
+        }
         only = None if self.mixed else self.domain_name
-        self.task_ids: list[Ref] | None = (
-            [parse_ref(t, self.domain_names, only) for t in task_ids] if task_ids else None
-        )
+        self.task_ids: list[Ref] | None = None
+        if task_ids:
+            refs = [parse_ref(t, self.domain_names, only) for t in task_ids]
+            for ref, given in zip(refs, task_ids, strict=True):
+                if not 0 <= ref[1] < sizes[ref[0]]:
+                    raise ValueError(
+                        f"task id {given!r} out of range for {ref[0]} {split} "
+                        f"(valid: 0-{sizes[ref[0]] - 1})"
+                    )
+            self.task_ids = refs
         self.user_strategy = user_strategy
         self.user_models = list(user_models) if user_models else [user_model]
         self.user_provider = user_provider
@@ -145,7 +153,8 @@ class TauBenchEnv(gymnasium.Env[str, Any]):
         self, *, seed: int | None = None, options: dict[str, Any] | None = None
     ) -> tuple[str, dict[str, Any]]:
         """Start an episode. `options`: task_id (an index into the split, or
-        "domain/N"), split, domain, user_model (overrides the rotation)."""
+        "domain/N" of one of the env's domains, or of the `domain` option), split, domain
+        (another domain for this episode), user_model (overrides the rotation)."""
         return self._run(self.async_reset(seed=seed, options=options))
 
     def step(self, action: Any) -> tuple[str, SupportsFloat, bool, bool, dict[str, Any]]:
@@ -258,10 +267,11 @@ class TauBenchEnv(gymnasium.Env[str, Any]):
     def _pick(self, opts: dict[str, Any], split: str) -> Ref:
         """The (domain, index) a reset plays: the `task_id` option, else a draw from
         `task_ids` (same split) or from every task of the wanted domain(s)."""
-        wanted = [str(opts["domain"])] if opts.get("domain") else self.domain_names
+        wanted = [str(opts["domain"]).strip()] if opts.get("domain") else self.domain_names
         default = wanted[0] if len(wanted) == 1 else None
         if opts.get("task_id") is not None:
-            return parse_ref(opts["task_id"], wanted, default)
+            hint = "" if opts.get("domain") else "; to switch domain, pass the 'domain' option too"
+            return parse_ref(opts["task_id"], wanted, default, hint=hint)
         pool = [r for r in self.task_ids or [] if r[0] in wanted] if split == self.split else []
         if not pool:
             pool = [

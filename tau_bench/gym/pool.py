@@ -26,9 +26,13 @@ def domain_list(domain: str | Sequence[str]) -> list[str]:
     return names
 
 
-def parse_ref(value: Any, domains: Sequence[str], default: str | None = None) -> Ref:
+def parse_ref(
+    value: Any, domains: Sequence[str], default: str | None = None, *, hint: str = ""
+) -> Ref:
     """A task id as a reset or `task_ids` names it: an index into `default` (the only
-    domain, or the reset's `domain` option) or a namespaced `"domain/N"`."""
+    domain, or the reset's `domain` option) or a namespaced `"domain/N"` whose domain is
+    one of `domains` (ValueError otherwise: a task of another domain, or of the other
+    suite, is never played in its place or silently left out; `hint` ends that error)."""
     task_id = parse_task_id(value)
     if isinstance(task_id, int):
         if default is None:
@@ -40,6 +44,11 @@ def parse_ref(value: Any, domains: Sequence[str], default: str | None = None) ->
     name, _, index = task_id.rpartition("/")
     if not name or not index.lstrip("-").isdigit():
         raise ValueError(f"task id must be an integer or DOMAIN/N, got {value!r}")
+    if name not in domains:
+        raise ValueError(
+            f"task id {value!r} names domain {name!r}, which is not played here "
+            f"(domains: {', '.join(domains)}){hint}"
+        )
     return name, int(index)
 
 

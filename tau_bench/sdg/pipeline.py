@@ -26,7 +26,7 @@ from tau_bench.sdg.answers import ScenarioProposal
 from tau_bench.sdg.context import UserContext, eligible_users, sample_context
 from tau_bench.sdg.difficulty import Difficulty
 from tau_bench.sdg.instruction import final_outputs, instruction_check
-from tau_bench.sdg.output import JsonlWriter, next_sample_index, runs_path
+from tau_bench.sdg.output import JsonlWriter, next_sample_index, run_secrets, runs_path
 from tau_bench.sdg.problems import BAD_INSTRUCTION, LLM_ERROR, MALFORMED, REPAIRABLE, UNVERIFIED
 from tau_bench.sdg.prompts import instruction_messages, repair_message, scenario_messages
 from tau_bench.sdg.sandbox import Sandbox, Validation
@@ -321,7 +321,8 @@ async def generate(
     domain: Any = None,
 ) -> GenerationReport:
     """Generate `options.num_samples` samples with `max_concurrency` workers; valid tasks
-    are appended to the output file as they finish, a summary line to the runs sidecar.
+    are appended to the output file as they finish, a summary line to the runs sidecar;
+    secrets (`output.run_secrets`) are masked in every line written.
     `domain`: the suite domain of `options.env` (`tau_bench.suites.load_domain`), or a
     `Target`; loaded when not given."""
     domain = domain or load_domain(options.env, options.data_dir)
@@ -337,7 +338,11 @@ async def generate(
     indices = iter(range(start, start + options.num_samples))
     report = GenerationReport(options.env, options.difficulty.value, options.model, options.seed)
     began = time.perf_counter()
-    with JsonlWriter(options.output_file) as tasks, JsonlWriter(options.rejected_file) as rejects:
+    secrets = run_secrets(options.llm_extra)
+    with (
+        JsonlWriter(options.output_file, secrets) as tasks,
+        JsonlWriter(options.rejected_file, secrets) as rejects,
+    ):
 
         async def worker() -> None:
             for index in indices:
@@ -360,6 +365,6 @@ async def generate(
         finally:
             report.elapsed = time.perf_counter() - began
             if report.samples:
-                with JsonlWriter(runs_path(options.output_file)) as runs:
+                with JsonlWriter(runs_path(options.output_file), secrets) as runs:
                     runs.write(report.to_dict())
     return report

@@ -7,6 +7,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
 from typer.testing import CliRunner
 
 from tau_bench.cli.app import app
@@ -92,3 +93,44 @@ def test_tasks_list_and_show() -> None:
     assert proc.returncode == 2 and "out of range" in proc.stderr
     proc = _tau("tasks", "list", "--env", "airline", "--task-split", "train")
     assert proc.returncode == 2 and "unknown task split 'train'" in proc.stderr
+
+
+TAU = Path(sys.executable).parent / "tau"
+
+
+@pytest.mark.parametrize(
+    ("args", "needle"),
+    [
+        (["tasks", "verify", "--env", ","], "--env names no domain"),
+        (["tasks", "verify", "--env", " "], "--env names no domain"),
+        (["tasks", "list", "--env", "retail", "--width", "0"], "--width"),
+        (["tasks", "list", "--env", "retail", "--width", "-5"], "--width"),
+        (["tasks", "list", "--env", "retail", "--width", "19"], "--width"),
+    ],
+    ids=lambda v: " ".join(v) if isinstance(v, list) else None,
+)
+def test_tasks_flags_without_a_usable_value_are_one_line_exit_2(
+    args: list[str], needle: str
+) -> None:
+    done = subprocess.run(
+        [str(TAU), *args, "--data-dir", str(DATA_DIR)],
+        capture_output=True,
+        text=True,
+        check=False,
+        timeout=120,
+    )
+    assert "Traceback" not in done.stderr
+    assert done.returncode == 2, (done.returncode, done.stdout, done.stderr)
+    lines = [line for line in done.stderr.splitlines() if line.lower().startswith("error:")]
+    assert len(lines) == 1 and needle in lines[0], done.stderr
+    assert done.stdout == ""
+
+
+def test_tasks_list_at_the_narrowest_width() -> None:
+    result = runner.invoke(
+        app,
+        ["tasks", "list", "--env", "retail", "--task-split", "dev", "--width", "20"],
+        env={"TAU_BENCH_DATA": str(DATA_DIR), "COLUMNS": "200"},
+    )
+    assert result.exit_code == 0, result.output
+    assert "retail / dev: 20 tasks" in result.output

@@ -75,3 +75,24 @@ def test_assistant_message_without_calls_is_its_text():
 def test_invalid_actions(action, message):
     with pytest.raises(InvalidActionError, match=message):
         parse_action(action, "c")
+
+
+MALFORMED_TOOL_CALLS = [
+    {"tool_calls": 5},
+    {"tool_calls": True},
+    {"tool_calls": {"x": 1}},
+    {"tool_calls": "get_user_details"},
+    {"tool_calls": [], "content": [1]},
+]
+
+
+@pytest.mark.parametrize("action", MALFORMED_TOOL_CALLS, ids=json.dumps)
+def test_malformed_tool_calls_are_invalid_actions_as_objects_and_as_json_text(action):
+    for form in (action, json.dumps(action)):
+        with pytest.raises(InvalidActionError):
+            parse_action(form, "c")
+
+
+def test_an_empty_or_null_tool_calls_list_is_the_message_text():
+    assert parse_action({"tool_calls": None, "content": "Hi"}, "c") == "Hi"
+    assert parse_action({"tool_calls": [], "content": None}, "c") == ""

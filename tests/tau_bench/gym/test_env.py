@@ -17,7 +17,7 @@ from tau_adapters.protocol import STOP_TOKEN
 from tau_bench.gym import TauBenchEnv
 from tau_bench.suites import UnknownDomainError
 from tau_bench.users.prompts import GREETING
-from tests.conftest import DATA_DIR
+from tests.conftest import DATA_DIR, TAU3_DATA_DIR
 from tests.tau_bench.agents.fake_llm import FakeLLM, Reply, Request
 
 TRANSFER_13 = (
@@ -157,7 +157,9 @@ def test_max_turns_truncates_with_reward_0():
 
 def test_reset_options_domain_split_and_namespaced_task_id():
     env = make()
-    _, info = env.reset(options={"task_id": "retail/5"})
+    _, info = env.reset(options={"task_id": "airline/5"})
+    assert (info["domain"], info["task_id"]) == ("airline", 5)
+    _, info = env.reset(options={"domain": "retail", "task_id": "retail/5"})
     assert (info["domain"], info["task_id"]) == ("retail", 5)
     _, info = env.reset(options={"domain": "retail", "split": "dev", "task_id": 0})
     assert (info["domain"], info["split"]) == ("retail", "dev")
@@ -169,11 +171,53 @@ def test_reset_options_domain_split_and_namespaced_task_id():
         make(domain="hotel")
 
 
+def test_task_ids_of_another_domain_or_suite_are_refused_not_dropped():
+    # Were they dropped, every reset would draw from the whole split instead.
+    for domain, task_ids, data_dir in [
+        ("retail", ["airline/3"], DATA_DIR),
+        ("tau3/retail", ["retail/3"], TAU3_DATA_DIR),
+        ("retail,airline", ["retail/1", "tau3/retail/1"], DATA_DIR),
+    ]:
+        with pytest.raises(ValueError, match="not played here"):
+            make(domain=domain, task_ids=task_ids, data_dir=str(data_dir))
+    with pytest.raises(ValueError, match="out of range"):
+        make(task_ids=[0, 50])
+    assert make(domain="retail,airline", task_ids=["airline/3"]).task_ids == [("airline", 3)]
+
+
+def test_a_reset_plays_only_its_domains_unless_the_domain_option_switches():
+    env = make(domain="retail,airline")
+    for task_id in ("tau3/retail/1", "telecom/0"):
+        with pytest.raises(ValueError, match=r"not played here.*'domain' option"):
+            env.reset(options={"task_id": task_id})
+    _, info = env.reset(options={"task_id": "airline/3"})
+    assert (info["domain"], info["task_id"]) == ("airline", "airline/3")
+    with pytest.raises(ValueError, match="not played here"):
+        make().reset(options={"task_id": "retail/5"})  # an airline env
+    with pytest.raises(ValueError, match="not played here"):
+        make().reset(options={"domain": "retail", "task_id": "airline/5"})
+    env.close()
+
+
 def test_seeded_resets_draw_tasks_from_task_ids_reproducibly():
     env = make(task_ids=[0, 1, 13])
     first = [env.reset(seed=s)[1]["task_id"] for s in range(8)]
     again = [env.reset(seed=s)[1]["task_id"] for s in range(8)]
     assert first == again and set(first) <= {0, 1, 13} and len(set(first)) > 1
+
+
+def test_a_malformed_tool_calls_action_is_an_invalid_action_and_the_episode_goes_on():
+    env = make()
+    env.reset(options={"task_id": 13})
+    for action in ({"tool_calls": 5}, '{"tool_calls": 5}', {"tool_calls": True}):
+        with pytest.raises(tau_bench.gym.InvalidActionError):
+            env.step(action)
+    with pytest.raises(tau_bench.gym.InvalidActionError):
+        env.step({"tool_calls": {"x": 1}})
+    obs, *_ = env.step({"name": "calculate", "arguments": {"expression": "2 + 2"}})
+    assert obs == "4.0"
+    assert len(env.messages) == 4  # system, user, the call and its result: nothing else
+    env.close()
 
 
 def test_step_before_reset_needs_a_reset():

@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import json
 import os
+import random
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -14,6 +16,8 @@ from typer.testing import CliRunner
 
 from tau_bench.cli.sdg_cmd import app
 from tau_bench.fakes import OpenAIServer
+from tau_bench.fakes.openai_server import ChatReply, ChatRequest
+from tau_bench.sdg import stats
 from tau_bench.sdg.fake import FakeModel
 from tau_bench.sdg.output import next_sample_index
 from tau_bench.sdg.stats import compute_stats, near_duplicates, provenance
@@ -262,3 +266,229 @@ def test_benchmark_runs_against_the_mock_server() -> None:
     )
     table, *lines = sdg_bench.render(results)
     assert table.row_count == 2 and lines == ["rejected retail/easy: none"]
+
+
+SECRET_KEY = "sk-sdg-secret-4f9a2c71"
+
+
+def _sdg_env(**extra: str) -> dict[str, str]:
+    return {
+        **os.environ,
+        "TAU_BENCH_DATA": str(DATA_DIR),
+        "LITELLM_LOCAL_MODEL_COST_MAP": "True",
+        "OPENAI_API_KEY": "sk-local-fake-0000",
+        **extra,
+    }
+
+
+def _tau_sdg(*args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [str(TAU), "sdg", *args],
+        env=env or _sdg_env(),
+        capture_output=True,
+        text=True,
+        timeout=180,
+    )
+
+
+def _one_error_line(done: subprocess.CompletedProcess[str], needle: str) -> None:
+    assert "Traceback" not in done.stderr, done.stderr
+    assert done.returncode == 2, (done.returncode, done.stderr)
+    lines = [line for line in done.stderr.splitlines() if line.startswith("error:")]
+    assert len(lines) == 1 and needle in lines[0], done.stderr
+
+
+def test_generate_masks_the_api_key_a_model_echoes_in_every_file(airline, tmp_path: Path) -> None:
+    scenarios = 0
+
+    def every_other(stage: str, view: dict[str, Any]) -> str | None:
+        nonlocal scenarios
+        if stage != "scenario":
+            return None
+        scenarios += 1
+        return "read_only" if scenarios % 2 else None  # rejected: no change
+
+    model = FakeModel(airline, every_other)
+
+    def echo_the_key(request: ChatRequest) -> ChatReply:
+        key = request.headers.get("authorization", "").split()[-1]
+        answer = json.loads(model.reply(request.messages))
+        if "summary" in answer:
+            answer["summary"] += f" (key {key})"
+        if "instruction" in answer:
+            answer["instruction"] += f" Mention nothing about {key}."
+        return ChatReply(text=json.dumps(answer))
+
+    out, rejected = tmp_path / "tasks.jsonl", tmp_path / "rejected.jsonl"
+    with OpenAIServer(echo_the_key) as server:
+        done = _tau_sdg(
+            "generate", "--env", "airline", "--difficulty", "medium", "--num-samples", "4",
+            "--max-concurrency", "1", "--output-file", str(out), "--rejected-file",
+            str(rejected), "--model", "openai/fake-sdg", "--api-base", server.base_url,
+            "--quiet",
+            env=_sdg_env(OPENAI_API_KEY=SECRET_KEY),
+        )  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    tasks = [json.loads(line) for line in out.read_text().splitlines()]
+    rejects = [json.loads(line) for line in rejected.read_text().splitlines()]
+    assert tasks and rejects
+    assert "Mention nothing about ***." in tasks[0]["instruction"]
+    assert "(key ***)" in tasks[0]["provenance"]["scenario"]
+    for path in (out, rejected, out.with_suffix(".runs.jsonl")):
+        assert SECRET_KEY not in path.read_text(), path
+    assert SECRET_KEY not in done.stdout + done.stderr
+
+
+MALFORMED_RUNS = [
+    '{"samples": "abc"}',
+    '{"samples": [1]}',
+    '{"rejected": [1, 2]}',
+    '{"usage": "x"}',
+    '{"samples": 1e400}',
+    '{"samples": -3}',
+    '{"validated": 2.5}',
+    '{"usage": {"cost": NaN}}',
+    '{"rejected": {"malformed": "many"}}',
+    "[1, 2]",
+    "not json",
+]
+
+
+def test_stats_leaves_out_malformed_runs_lines_and_says_how_many(tmp_path: Path) -> None:
+    out = tmp_path / "tasks.jsonl"
+    task = _task(
+        "a", "Cancel my order please, I no longer need it.", ["cancel_pending_order"], "easy"
+    )
+    out.write_text(json.dumps(task.model_dump(mode="json")) + "\n")
+    good = {"samples": 4, "validated": 2, "written": 1, "rejected": {"malformed": 2}}
+    with out.with_suffix(".runs.jsonl").open("wb") as fh:
+        fh.write("\n".join([*MALFORMED_RUNS, json.dumps(good)]).encode() + b"\n")
+        fh.write(b'\xff\xfe{"samples": 3}\n')  # not UTF-8
+    done = _tau_sdg("stats", str(out), "--no-verify", "--json")
+    assert done.returncode == 0 and "Traceback" not in done.stderr, done.stderr
+    validation = json.loads(done.stdout)["validation"]
+    assert validation["malformed_runs"] == len(MALFORMED_RUNS) + 1
+    assert (validation["runs"], validation["samples"], validation["validated"]) == (1, 4, 2)
+    assert validation["rejected"] == {"malformed": 2} and validation["rate"] == 0.5
+    table = _tau_sdg("stats", str(out), "--no-verify")
+    assert table.returncode == 0 and "runs lines left out (malformed)" in table.stdout
+
+
+def _generate_args(out: Path, *extra: str) -> list[str]:
+    return [
+        "generate", "--env", "retail", "--difficulty", "easy", "--num-samples", "1",
+        "--output-file", str(out), "--model", "openai/fake-sdg",
+        "--api-base", "http://127.0.0.1:9/v1", "--quiet", *extra,
+    ]  # fmt: skip
+
+
+def test_generate_refuses_files_it_would_corrupt_and_a_non_finite_temperature(
+    tmp_path: Path,
+) -> None:
+    out = tmp_path / "tasks.jsonl"
+    binary = tmp_path / "binary.jsonl"
+    binary.write_bytes(b"\xff\xfe\x00garbage\n")
+    (tmp_path / "sub").mkdir()
+    cases = [
+        (_generate_args(binary), "--output-file: "),
+        (_generate_args(out, "--rejected-file", str(binary)), "--rejected-file: "),
+        (_generate_args(out, "--rejected-file", str(tmp_path / "sub" / ".." / "tasks.jsonl")),
+         "is the --output-file"),
+        (_generate_args(out, "--rejected-file", str(tmp_path / "tasks.runs.jsonl")),
+         "runs sidecar"),
+        (_generate_args(out, "--temperature", "nan"), "--temperature"),
+        (_generate_args(out, "--temperature", "inf"), "--temperature"),
+        (_generate_args(out, "--temperature", "-1"), "--temperature"),
+    ]  # fmt: skip
+    for args, needle in cases:
+        _one_error_line(_tau_sdg(*args), needle)
+    assert binary.read_bytes() == b"\xff\xfe\x00garbage\n"
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["binary.jsonl", "sub"]
+
+
+def test_generate_refuses_a_rejected_file_linked_to_the_output_file(tmp_path: Path) -> None:
+    out = tmp_path / "tasks.jsonl"
+    out.write_text("")
+    (tmp_path / "link.jsonl").symlink_to(out)
+    os.link(out, tmp_path / "hard.jsonl")
+    for other in ("link.jsonl", "hard.jsonl"):
+        args = _generate_args(out, "--rejected-file", str(tmp_path / other))
+        _one_error_line(_tau_sdg(*args), "is the --output-file")
+    assert out.read_text() == ""
+
+
+def test_next_sample_index_skips_lines_that_are_not_utf8_or_not_provenance(
+    tmp_path: Path,
+) -> None:
+    tasks = tmp_path / "t.jsonl"
+    prov = {"env": "retail", "difficulty": "easy", "seed": 1, "sample_index": 4}
+    tasks.write_bytes(
+        b"\xff\xfe\n"
+        + json.dumps({"provenance": "text"}).encode()
+        + b"\n"
+        + json.dumps({"provenance": {**prov, "sample_index": True}}).encode()
+        + b"\n"
+        + json.dumps({"provenance": prov}).encode()
+        + b"\n"
+    )
+    assert next_sample_index([tasks], "retail", "easy", 1) == 5
+
+
+def _copies(n: int) -> list[Task]:
+    text = "You want to cancel your pending order because you no longer need it at all."
+    return [_task("a", text, ["cancel_pending_order"], "easy") for _ in range(n)]
+
+
+def test_stats_on_many_equal_tasks_counts_every_pair_and_lists_the_first() -> None:
+    dup = compute_stats(_copies(2000), verify=False)["duplicates"]
+    assert dup["near_identical_pairs"] == 2000 * 1999 // 2
+    assert dup["near_identical_complete"] is True
+    listed = dup["near_identical_instructions"]
+    assert len(listed) == stats.MAX_LISTED_PAIRS
+    assert listed[:2] == [[0, 1, 1.0], [0, 2, 1.0]]
+    assert dup["near_identical_unlisted"] == 2000 * 1999 // 2 - stats.MAX_LISTED_PAIRS
+    assert dup["duplicate_tasks"] == 1999 and dup["identical_actions"] == [list(range(2000))]
+
+
+def test_near_duplicates_agree_with_comparing_every_pair() -> None:
+    rng = random.Random(7)
+    words = ["cancel", "order", "the", "my", "please", "refund", "item", "gift", "card"]
+    for _ in range(300):
+        base = [" ".join(rng.choices(words, k=rng.randint(0, 12))) for _ in range(3)]
+        texts = [
+            rng.choice(base) + (" " + rng.choice(words)) * rng.randint(0, 1)
+            if rng.random() < 0.7
+            else " ".join(rng.choices(words, k=rng.randint(0, 12)))
+            for _ in range(rng.randint(0, 25))
+        ]
+        threshold = rng.choice([0.0, 0.3, 0.5, 2 / 3, 0.8, 0.9, 1.0, rng.random()])
+        expected = _every_pair(texts, threshold)
+        for limit in (None, 0, 1, 5):
+            found = stats.find_near_duplicates(texts, threshold, limit)
+            assert found.pairs == (expected if limit is None else expected[:limit])
+            assert found.total == len(expected) and found.complete
+            assert found.duplicates == {j for _, j, _ in expected}
+
+
+def _every_pair(texts: list[str], threshold: float) -> list[tuple[int, int, float]]:
+    def shingles(text: str) -> set[str]:
+        words = re.findall(r"[a-z0-9#_]+", text.lower())
+        return {" ".join(words[i : i + 3]) for i in range(len(words) - 2)} or set(words)
+
+    sets = [shingles(t) for t in texts]
+    pairs = []
+    for i in range(len(texts)):
+        for j in range(i + 1, len(texts)):
+            union = len(sets[i] | sets[j])
+            similarity = len(sets[i] & sets[j]) / union if union else 1.0
+            if similarity >= threshold:
+                pairs.append((i, j, round(similarity, 3)))
+    return pairs
+
+
+def test_a_near_duplicate_search_past_its_budget_says_its_counts_are_lower_bounds() -> None:
+    texts = [f"please cancel order number {i} of mine today thank you" for i in range(300)]
+    full = stats.find_near_duplicates(texts, 0.3)
+    cut = stats.find_near_duplicates(texts, 0.3, budget=1_000)
+    assert full.complete and full.total == 300 * 299 // 2
+    assert not cut.complete and 0 < cut.total < full.total
