@@ -129,8 +129,11 @@ def key_template_list(value: Any) -> Any:
 
 
 def check_key_templates(entries: list[str]) -> list[str]:
-    """Each entry is `KEY=TEMPLATE` whose placeholders are `SESSION_PLACEHOLDERS`;
-    ValueError (one line) otherwise."""
+    """Each entry is `KEY=TEMPLATE` whose placeholders are plain `{field}`s of
+    `SESSION_PLACEHOLDERS`; ValueError (one line) otherwise. A conversion (`{task_id!r}`)
+    or a format spec (`{task_id:>99}`) is refused: it could fail for some episode's value
+    or blow a value up to any size (`{task_id:>999999999}` is a gigabyte), and the
+    placeholders are plain strings and numbers that need neither."""
     import string
 
     for entry in entries:
@@ -138,9 +141,16 @@ def check_key_templates(entries: list[str]) -> list[str]:
         if not sep or not key.strip():
             raise ValueError(f"expected KEY=TEMPLATE, got {entry!r}")
         try:
-            names = [n for _, n, _, _ in string.Formatter().parse(template) if n is not None]
+            parsed = list(string.Formatter().parse(template))
         except ValueError as exc:
             raise ValueError(f"bad template {template!r} ({exc})") from None
+        names = [n for _, n, _, _ in parsed if n is not None]
+        for _, name, spec, conversion in parsed:
+            if name is not None and (spec or conversion):
+                raise ValueError(
+                    f"bad template {template!r}: only plain placeholders such as "
+                    f"{{{name}}} are allowed (no !conversion, no :format)"
+                )
         unknown = sorted(n for n in names if n not in SESSION_PLACEHOLDERS)
         if unknown or "" in names:
             known = ", ".join("{" + f + "}" for f in sorted(SESSION_PLACEHOLDERS))

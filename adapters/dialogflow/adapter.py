@@ -23,12 +23,14 @@ import asyncio
 from collections.abc import Mapping
 from typing import Any
 
-from adapters.dialogflow.clients import Clients, make_clients
+from adapters.dialogflow.clients import Clients, SeenTokens, make_clients
 from adapters.dialogflow.config import DialogflowConfig, load_config
 from adapters.dialogflow.episode import DialogflowAdapter
 from adapters.dialogflow.options import DialogflowOptions
+from adapters.dialogflow.provision import MAX_LIST_PAGES
 from adapters.dialogflow.retry import RetryPolicy, Sleep, TokenBucket, call_with_retries
-from tau_adapters.protocol import AdapterError, AdapterTimeoutError
+from tau_adapters.protocol import AdapterError, AdapterProtocolError, AdapterTimeoutError
+from tau_adapters.redaction import mask_encoded, mask_values
 from tau_adapters.registry import AgentProvider
 
 PREFLIGHT_DEADLINE = 10.0  # seconds a pre-flight ListTools may take, retries included
@@ -56,6 +58,26 @@ class DialogflowProvider:
         self._tool_names_error: AdapterError | None = None
         self._lock: asyncio.Lock | None = None
         self._bucket: TokenBucket | None = None
+        # Values to mask wherever they reappear: every bearer token the channels sent
+        # (tokens refresh: the runner reads `secrets` per record, so new ones count) and
+        # the values of session parameters with secret-looking names.
+        self.tokens = SeenTokens()
+        self.param_secrets = SeenTokens()
+
+    @property
+    def secrets(self) -> list[str]:
+        """What the runner masks in every record (and this adapter in what it returns)."""
+        return [*self.tokens, *self.param_secrets]
+
+    def mask(self, value: Any) -> Any:
+        """A JSON-like value (or a string) with every secret masked."""
+        return mask_values(value, self.secrets)
+
+    def mask_error(self, exc: AdapterError) -> AdapterError:
+        """`exc` with the secrets masked in its message (a server may echo a token)."""
+        if exc.args:
+            exc.args = (mask_encoded(str(exc.args[0]), self.secrets), *exc.args[1:])
+        return exc
 
     def new_adapter(self) -> DialogflowAdapter:
         return DialogflowAdapter(self)
@@ -78,7 +100,7 @@ class DialogflowProvider:
         lock = self._bind_loop()
         async with lock:
             if self._clients is None:
-                self._clients = await make_clients(self.config)
+                self._clients = await make_clients(self.config, self.tokens)
             return self._clients
 
     @property
@@ -125,7 +147,7 @@ class DialogflowProvider:
                     )
                     raise self._tool_names_error from None
                 except AdapterError as exc:
-                    self._tool_names_error = exc
+                    self._tool_names_error = self.mask_error(exc)
                     raise
             return self._tool_names
 
@@ -134,7 +156,7 @@ class DialogflowProvider:
 
         names: dict[str, str] = {}
         token = ""
-        while True:
+        for _ in range(MAX_LIST_PAGES):
             request = cx.ListToolsRequest(
                 parent=self.config.agent_name, page_size=LIST_PAGE_SIZE, page_token=token
             )
@@ -155,7 +177,9 @@ class DialogflowProvider:
             except AdapterError as exc:
                 if "PERMISSION_DENIED" in str(exc):
                     # DetectIntent-only credentials: fall back to the calls' `action`.
-                    self.warnings.append(f"{exc}; tool calls are named by their action")
+                    self.warnings.append(
+                        f"{self.mask(str(exc))}; tool calls are named by their action"
+                    )
                     return {}
                 raise
             for tool in pager.tools:
@@ -164,6 +188,10 @@ class DialogflowProvider:
             token = pager.next_page_token
             if not token:
                 return names
+        raise AdapterProtocolError(
+            f"dialogflow ListTools: still a next page after {MAX_LIST_PAGES} pages; "
+            "the service keeps paginating"
+        )
 
     async def aclose(self) -> None:
         clients, self._clients = self._clients, None

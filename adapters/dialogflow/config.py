@@ -8,6 +8,7 @@ here so a typo fails the run at once with one clear line, not after the first ep
 
 from __future__ import annotations
 
+import math
 import os
 import re
 import string
@@ -16,6 +17,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from tau_adapters.jsonsafe import printable
+from tau_adapters.options import check_key_templates
 from tau_adapters.protocol import AdapterConfigError, SessionContext
 
 EMULATOR_ENV = "DIALOGFLOW_CX_EMULATOR_HOST"
@@ -23,6 +26,8 @@ GLOBAL_ENDPOINT = "dialogflow.googleapis.com"
 TEMPLATE_FIELDS = frozenset({"task_id", "user_id", "trial", "session_id", "env", "task_split"})
 MAX_SESSION_ID = 36
 MAX_SESSION_TTL = 86400
+DEFAULT_MAX_RESPONSE_MB = 32  # a DetectIntent answer or a ListTools page is far smaller
+MAX_RESPONSE_MB = 1024
 
 _AGENT_NAME = re.compile(r"^projects/([^/]+)/locations/([^/]+)/agents/([^/]+)$")
 _ID = re.compile(r"^[A-Za-z0-9_.:-]+$")
@@ -58,7 +63,12 @@ class DialogflowConfig:
     text_limit: int = 256
     long_text: str = "fail"
     trace: str = "compact"
+    max_response_mb: int = DEFAULT_MAX_RESPONSE_MB
     extra: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def max_response_bytes(self) -> int:
+        return self.max_response_mb << 20
 
     @property
     def agent_name(self) -> str:
@@ -128,8 +138,10 @@ def _number(opts: Mapping[str, Any], key: str, default: float, *, minimum: float
         return default
     try:
         number = float(value)
-    except (TypeError, ValueError):
+    except (TypeError, ValueError, OverflowError):
         raise AdapterConfigError(f"dialogflow: {key} must be a number, got {value!r}") from None
+    if not math.isfinite(number):
+        raise AdapterConfigError(f"dialogflow: {key} must be a finite number, got {value!r}")
     if number < minimum:
         raise AdapterConfigError(f"dialogflow: {key} must be >= {minimum:g}, got {value!r}")
     return number
@@ -159,17 +171,11 @@ def parse_session_params(raw: Any) -> tuple[tuple[str, str], ...]:
             items.append((key.strip(), template))
     for key, template in items:
         try:
-            fields = [name for _, name, _, _ in string.Formatter().parse(template) if name]
+            check_key_templates([f"{key}={template}"])
         except ValueError as exc:
             raise AdapterConfigError(
-                f"dialogflow: session param {key}: bad template {template!r} ({exc})"
+                f"dialogflow: session param {printable(key)}: {printable(str(exc))}"
             ) from None
-        unknown = sorted({f for f in fields if f not in TEMPLATE_FIELDS})
-        if unknown:
-            raise AdapterConfigError(
-                f"dialogflow: session param {key}: unknown placeholder {{{unknown[0]}}} "
-                f"(known: {', '.join('{' + f + '}' for f in sorted(TEMPLATE_FIELDS))})"
-            )
     return tuple(items)
 
 
@@ -193,6 +199,9 @@ def _agent(opts: Mapping[str, Any]) -> tuple[str, str, str]:
             raise AdapterConfigError(
                 f"dialogflow: --location {location!r} does not match the agent name's location {loc!r}"
             )
+        for label, part in (("project id", p), ("location", loc), ("agent id", a)):
+            if not _ID.match(part):
+                raise AdapterConfigError(f"dialogflow: bad {label} {part!r} in agent name")
         return p, loc, a
     if "/" in agent or not _ID.match(agent):
         raise AdapterConfigError(
@@ -203,6 +212,24 @@ def _agent(opts: Mapping[str, Any]) -> tuple[str, str, str]:
             "dialogflow: missing project id: pass --project-id (or a full agent name as --agent-id)"
         )
     return project, location or "global", agent
+
+
+_HOST = re.compile(r"^(?:[A-Za-z0-9_.-]+|\[[0-9A-Fa-f:.%A-Za-z]+\])$")
+
+
+def parse_address(text: str, *, what: str = "--emulator", allow_zero: bool = False) -> str:
+    """`host:port` checked: a host name, IPv4 address or bracketed IPv6 address, and a
+    port 1-65535 (0 too with `allow_zero`: any free port, for a server). An out-of-range
+    port is refused, never wrapped round (gRPC would take 99999 as 34463)."""
+    host, sep, port = text.strip().rpartition(":")
+    low = 0 if allow_zero else 1
+    if not sep or not host or not _HOST.match(host):
+        raise AdapterConfigError(f"dialogflow: {what} must be host:port, got {text!r}")
+    if not (port.isascii() and port.isdigit()) or not low <= int(port) <= 65535:
+        raise AdapterConfigError(
+            f"dialogflow: {what} port must be {low}-65535, got {port!r} in {text!r}"
+        )
+    return f"{host}:{int(port)}"
 
 
 def endpoint_for(location: str) -> str:
@@ -238,7 +265,16 @@ def load_config(options: Mapping[str, Any]) -> DialogflowConfig:
     if creds and not Path(creds).expanduser().is_file():
         raise AdapterConfigError(f"dialogflow: credentials file not found: {creds}")
 
-    emulator = _text(opts, "emulator") or _text(os.environ, EMULATOR_ENV)
+    emulator = _text(opts, "emulator")
+    if emulator:
+        emulator = parse_address(emulator)
+    elif _text(os.environ, EMULATOR_ENV):
+        emulator = parse_address(str(_text(os.environ, EMULATOR_ENV)), what=EMULATOR_ENV)
+    max_response_mb = int(_number(opts, "max_response_mb", DEFAULT_MAX_RESPONSE_MB, minimum=1))
+    if max_response_mb > MAX_RESPONSE_MB:
+        raise AdapterConfigError(
+            f"dialogflow: max_response_mb is at most {MAX_RESPONSE_MB}, got {max_response_mb}"
+        )
     endpoint = _text(opts, "api_endpoint") or endpoint_for(location)
 
     ttl_raw = opts.get("session_ttl")
@@ -292,6 +328,7 @@ def load_config(options: Mapping[str, Any]) -> DialogflowConfig:
         text_limit=int(_number(opts, "text_limit", 0 if emulator else 256, minimum=0)),
         long_text=long_text,
         trace=trace,
+        max_response_mb=max_response_mb,
     )
 
 

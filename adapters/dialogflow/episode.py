@@ -38,10 +38,25 @@ from tau_adapters.protocol import (
     ToolResults,
     UserTurn,
 )
+from tau_adapters.redaction import is_secret_key, redact_secrets
 from tau_adapters.schema_values import parameters_by_name
 
 if TYPE_CHECKING:
     from adapters.dialogflow.adapter import DialogflowProvider
+
+
+def _trace_dict(message: Any, *path: str) -> dict[str, Any]:
+    """`message` as a dict for the full trace, the session parameters at `path` (the
+    request's `query_params.parameters`, the answer's `query_result.parameters`) redacted
+    as the run header redacts `--session-param`: the value of a secret-looking name
+    (`api_token`...) becomes its fingerprint."""
+    out = message_to_dict(message)
+    holder: Any = out
+    for key in path[:-1]:
+        holder = holder.get(key) if isinstance(holder, dict) else None
+    if isinstance(holder, dict) and isinstance(holder.get(path[-1]), dict):
+        holder[path[-1]] = redact_secrets(holder[path[-1]])
+    return out
 
 
 @dataclass
@@ -114,6 +129,9 @@ class DialogflowAdapter:
         self._schemas = parameters_by_name(session.tools)
         self._session_path = self.config.session_path(session_id_for(session))
         self._params = self.config.render_params(session)
+        for key, value in self._params.items():
+            if is_secret_key(key) and isinstance(value, str):
+                self.provider.param_secrets.add(value)
         self._pending = {}
         self._params_pb = {}
         self._first = True
@@ -237,6 +255,7 @@ class DialogflowAdapter:
                 f"after {log.attempts} attempts"
             ) from None
         except AdapterError as exc:
+            self.provider.mask_error(exc)
             if not self._first and "NOT_FOUND" in str(exc):
                 raise AdapterUnavailableError(
                     f"dialogflow: the session expired or was deleted mid-episode ({exc}); "
@@ -267,19 +286,20 @@ class DialogflowAdapter:
         acc.retries.extend(log.retries)
         entry: dict[str, Any] = {"latency": latency, "attempts": log.attempts}
         if full:
-            entry["request"] = message_to_dict(request)
-            entry["response"] = message_to_dict(response)
+            entry["request"] = _trace_dict(request, "query_params", "parameters")
+            entry["response"] = _trace_dict(response, "query_result", "parameters")
         else:
             entry["input"] = query.WhichOneof("input")
             entry["response_id"] = response.response_id
         if log.retries:
             entry["retries"] = log.retries
-        acc.turn.raw.append(entry)
+        acc.turn.raw.append(self.provider.mask(entry))
         self._absorb(parsed, acc)
 
     def _absorb(self, parsed: ParsedResponse, acc: _Accumulator) -> None:
         turn = acc.turn
-        turn.messages.extend(parsed.texts)
+        mask = self.provider.mask
+        turn.messages.extend(mask(parsed.texts))
         for call in parsed.tool_calls:
             self._seq += 1
             name = self._function_name(call)
@@ -297,9 +317,9 @@ class DialogflowAdapter:
         turn.end_conversation = turn.end_conversation or parsed.end_interaction
         turn.handoff = turn.handoff or parsed.handoff
         acc.conversation_success = acc.conversation_success or parsed.conversation_success
-        acc.other.extend(parsed.other)
+        acc.other.extend(mask(parsed.other))
         if parsed.generative_info:
-            acc.generative_info.append(parsed.generative_info)
+            acc.generative_info.append(mask(parsed.generative_info))
         if parsed.match_type:
             acc.match_types.append(parsed.match_type)
 

@@ -62,6 +62,11 @@ class DialogflowOptions(BaseModel):
         description="A longer user message: fail (the episode, as a platform limit; "
         "default) or split (at sentence boundaries, into consecutive messages).",
     )
+    max_response_mb: int | None = Field(
+        None,
+        description="Largest answer accepted from the service, MiB (default 32); a larger "
+        "one fails the episode as a protocol error.",
+    )
     trace: str | None = Field(
         None,
         description="compact (default: texts, tool calls, timings) or full (every "

@@ -19,6 +19,7 @@ A named playbook is wired in, or no session would ever run it (`wire`):
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -28,11 +29,14 @@ from adapters.dialogflow.config import DialogflowConfig
 from adapters.dialogflow.retry import RetryPolicy, call_with_retries
 from adapters.dialogflow.structs import message_to_dict
 from adapters.dialogflow.toolspec import function_of, tool_message
+from tau_adapters.jsonsafe import printable
+from tau_adapters.protocol import AdapterProtocolError, AdapterTimeoutError
 
 TOOL_FIELDS = ("description", "function_spec")
 PLAYBOOK_FIELDS = ("display_name", "goal", "instruction", "referenced_tools")
 WIRINGS = ("reference", "start")
 DEFAULT_WIRING = "reference"
+MAX_LIST_PAGES = 1000  # pages of one listing: far beyond any agent's tools or playbooks
 
 
 @dataclass
@@ -144,7 +148,9 @@ class Provisioner:
         self.policy = policy or RetryPolicy(
             max_attempts=config.max_attempts, initial=config.retry_initial, maximum=config.retry_max
         )
-        self.log = log or (lambda _msg: None)
+        say = log or (lambda _msg: None)
+        # Names come from the service: control characters are escaped before any log line.
+        self.log: Callable[[str], None] = lambda msg: say(printable(msg))
 
     async def _rpc(self, what: str, method: Callable[..., Any], request: Any) -> Any:
         """One call with the adapter's retry rules (the library's own retry is off)."""
@@ -155,11 +161,25 @@ class Provisioner:
         return await call_with_retries(attempt, self.policy, what=what)
 
     async def _list(self, kind: str) -> list[Any]:
+        """Every tool or playbook of the agent, all pages: at most `MAX_LIST_PAGES` pages
+        within `call_deadline` in all (a service that always answers with a next page
+        token would otherwise be listed forever)."""
+        what = "ListTools" if kind == "tools" else "ListPlaybooks"
+        deadline = self.config.call_deadline
+        try:
+            async with asyncio.timeout(deadline):
+                return await self._pages(kind)
+        except TimeoutError:
+            raise AdapterTimeoutError(
+                f"dialogflow {what}: the listing did not end within {deadline:g} s (call_deadline)"
+            ) from None
+
+    async def _pages(self, kind: str) -> list[Any]:
         from google.cloud import dialogflowcx_v3beta1 as cx
 
         items: list[Any] = []
         token = ""
-        while True:
+        for _ in range(MAX_LIST_PAGES):
             if kind == "tools":
                 request: Any = cx.ListToolsRequest(parent=self.config.agent_name, page_token=token)
                 page = await self._rpc("ListTools", self.clients.tools.list_tools, request)
@@ -173,6 +193,11 @@ class Provisioner:
             token = page.next_page_token
             if not token:
                 return items
+        what = "ListTools" if kind == "tools" else "ListPlaybooks"
+        raise AdapterProtocolError(
+            f"dialogflow {what}: still a next page after {MAX_LIST_PAGES} pages; "
+            "the service keeps paginating"
+        )
 
     async def run(
         self,

@@ -9,6 +9,9 @@ duplicate a user turn or a tool result. So:
   default 10 attempts wait at least ~127 s in all, outlasting a per-minute quota window;
 * DEADLINE_EXCEEDED and INTERNAL/UNKNOWN (may have run) are retried at most
   `ambiguous_retries` times (default once), and every such retry is recorded;
+* an answer larger than the channel accepts (`max_response_mb`: the client's own
+  RESOURCE_EXHAUSTED "Received message larger than max") is final, an
+  `AdapterProtocolError`: the request ran, and sending it again would repeat it;
 * UNAUTHENTICATED / PERMISSION_DENIED become `AdapterAuthError`; everything else
   (INVALID_ARGUMENT, NOT_FOUND, FAILED_PRECONDITION...) an `AdapterError` carrying the
   server's message, without retry.
@@ -29,7 +32,7 @@ from typing import Any, TypeVar
 import grpc
 from google.api_core import exceptions as gexc
 
-from tau_adapters.protocol import AdapterAuthError, AdapterError
+from tau_adapters.protocol import AdapterAuthError, AdapterError, AdapterProtocolError
 
 T = TypeVar("T")
 Sleep = Callable[[float], Awaitable[Any]]
@@ -101,6 +104,13 @@ def server_message(exc: BaseException) -> str:
     return str(exc)
 
 
+def too_large(exc: BaseException) -> bool:
+    """Whether the client refused an answer over its size limit (the request ran)."""
+    return status_code(
+        exc
+    ) == grpc.StatusCode.RESOURCE_EXHAUSTED and "larger than max" in server_message(exc)
+
+
 def retry_delay(exc: BaseException) -> float | None:
     """The delay a `google.rpc.RetryInfo` detail asks for, if the error carries one."""
     details = getattr(exc, "details", None)
@@ -118,6 +128,10 @@ def to_adapter_error(exc: BaseException, what: str) -> AdapterError:
     code = status_code(exc)
     name = code.name if code is not None else type(exc).__name__
     message = f"dialogflow {what}: {name}: {server_message(exc)}"
+    if too_large(exc):
+        return AdapterProtocolError(
+            f"{message} (the answer is over max_response_mb; the request was not retried)"
+        )
     if code in AUTH:
         return AdapterAuthError(message)
     return AdapterError(message, retryable=code in REFUSED or code in AMBIGUOUS)
@@ -146,6 +160,8 @@ async def call_with_retries(
             return await call()
         except (gexc.GoogleAPICallError, grpc.RpcError) as exc:
             code = status_code(exc)
+            if too_large(exc):
+                raise to_adapter_error(exc, what) from None
             if code is not None and code in REFUSED and log.attempts < policy.max_attempts:
                 refused += 1
                 server = retry_delay(exc)

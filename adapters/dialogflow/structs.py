@@ -9,6 +9,7 @@ by the tool's JSON schema (the rule is documented there, shared with the other a
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping
 from typing import Any
 
@@ -71,7 +72,49 @@ def _jsonable(value: Any) -> Any:
     return str(value)
 
 
+NON_FINITE = {"nan": "NaN", "inf": "Infinity", "-inf": "-Infinity"}
+
+
 def message_to_dict(message: Any) -> dict[str, Any]:
-    """A proto-plus or protobuf message as a JSON-ready dict (field names as in the proto)."""
+    """A proto-plus or protobuf message as a JSON-ready dict (field names as in the proto).
+
+    A `Struct` number that is not finite (NaN, ±infinity: JSON has no spelling for them,
+    and protobuf's JSON printer refuses them in a Struct) is recorded as the string
+    `"NaN"`, `"Infinity"` or `"-Infinity"`, as JSON-proto writes a non-finite double
+    field: a payload never breaks the episode."""
     pb = type(message).pb(message) if hasattr(type(message), "pb") else message
-    return json_format.MessageToDict(pb, preserving_proto_field_name=True)
+    try:
+        return json_format.MessageToDict(pb, preserving_proto_field_name=True)
+    except json_format.SerializeToJsonError:
+        copy = type(pb)()
+        copy.CopyFrom(pb)
+        if not _finite_structs(copy):
+            raise
+        return json_format.MessageToDict(copy, preserving_proto_field_name=True)
+
+
+def _finite_structs(message: Any) -> bool:
+    """Replace, in place and at any depth, every non-finite `Value.number_value` by its
+    JSON-proto string; whether any was found."""
+    found = False
+    if (
+        message.DESCRIPTOR.full_name == "google.protobuf.Value"
+        and message.WhichOneof("kind") == "number_value"
+        and not math.isfinite(message.number_value)
+    ):
+        message.string_value = NON_FINITE[repr(message.number_value)]
+        return True
+    for fd, value in message.ListFields():
+        if fd.message_type is None:
+            continue
+        if fd.message_type.GetOptions().map_entry:
+            if fd.message_type.fields_by_name["value"].message_type is None:
+                continue
+            items: Any = value.values()
+        elif fd.is_repeated:
+            items = value
+        else:
+            items = (value,)
+        for item in items:
+            found = _finite_structs(item) or found
+    return found

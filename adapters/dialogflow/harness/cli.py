@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import re
 import signal
 import sys
 from pathlib import Path
@@ -21,9 +22,26 @@ app = typer.Typer(
 def fail(message: str, code: int = 2) -> NoReturn:
     """One line on stderr and a non-zero exit. SystemExit rather than typer.Exit: `tau`
     runs the app with standalone_mode=False, where click turns typer.Exit into a return
-    value that the exit status then loses."""
-    print(f"error: {message}", file=sys.stderr)
+    value that the exit status then loses. Control characters (an error text from the
+    service may carry ESC sequences) are escaped, and the line stays one line."""
+    from tau_adapters.jsonsafe import printable
+
+    line = printable(message).replace("\n", "\\n")
+    print(f"error: {line}", file=sys.stderr)
     raise SystemExit(code)
+
+
+# What a terminal would obey and JSON leaves as it is (C1 controls, DEL, bidi overrides).
+_UNSAFE_IN_JSON = re.compile(r"[\x7f-\x9f\u2028\u2029\u202a-\u202e\u2066-\u2069]")
+
+
+def json_text(value: Any) -> str:
+    """`value` as indented JSON safe to print: still valid JSON, every control character
+    escaped (`\\u009b`, `\\u202e`), non-ASCII text kept readable."""
+    from tau_adapters.jsonsafe import printable
+
+    text = json.dumps(value, indent=2, ensure_ascii=False)
+    return printable(_UNSAFE_IN_JSON.sub(lambda m: f"\\u{ord(m.group()):04x}", text))
 
 
 _AGENT = "Agent"
@@ -94,6 +112,8 @@ def emulate(
         "env": env,
     }
     options.update(_key_values(brain_option, "--brain-option"))
+    if not 0 <= port <= 65535:
+        fail(f"--port must be 0-65535 (0: any free port), got {port}")
     try:
         emulator = Emulator(
             brain=brain,
@@ -170,10 +190,12 @@ def provision(
     data_dir: Path | None = typer.Option(None, "--data-dir", help="τ-bench data directory."),
 ) -> None:
     """Create or update one function tool per domain tool and a playbook (idempotent)."""
-    from adapters.dialogflow.clients import make_clients
+    from adapters.dialogflow.clients import SeenTokens, make_clients
     from adapters.dialogflow.config import load_config
     from adapters.dialogflow.provision import DEFAULT_WIRING, WIRINGS, Provisioner
+    from tau_adapters.jsonsafe import printable
     from tau_adapters.protocol import AdapterError
+    from tau_adapters.redaction import mask_encoded, mask_values
     from tau_bench.suites import load_domain
 
     if wire is not None and wire not in WIRINGS:
@@ -188,8 +210,10 @@ def provision(
     except AdapterError as exc:
         fail(str(exc))
 
+    tokens = SeenTokens()
+
     async def run() -> Any:
-        clients = await make_clients(config)
+        clients = await make_clients(config, tokens)
         try:
             provisioner = Provisioner(clients, config, log=lambda m: print(m, file=sys.stderr))
             return await provisioner.run(
@@ -206,11 +230,11 @@ def provision(
     try:
         report = asyncio.run(run())
     except (AdapterError, ValueError) as exc:
-        fail(str(exc))
+        fail(mask_encoded(str(exc), list(tokens)))
     if dry_run:
-        print(json.dumps(report.to_dict(), indent=2, ensure_ascii=False))
+        print(json_text(mask_values(report.to_dict(), list(tokens))))
     verb = "would change" if dry_run else "changed"
-    print(f"{config.agent_name}: {report.wiring}", file=sys.stderr)
+    print(printable(f"{config.agent_name}: {report.wiring}"), file=sys.stderr)
     print(
         f"{config.agent_name}: {verb} {len(report.steps)}, unchanged {len(report.unchanged)}",
         file=sys.stderr,
@@ -238,6 +262,7 @@ def check(
     from adapters.dialogflow.adapter import DialogflowProvider
     from adapters.dialogflow.config import load_config
     from tau_adapters.protocol import AdapterError, SessionContext, UserTurn
+    from tau_adapters.redaction import mask_encoded, mask_values
 
     options = _connection_options(
         agent_id, project_id, location, gcp_sa_file, api_endpoint, emulator
@@ -280,5 +305,6 @@ def check(
     try:
         result = asyncio.run(run())
     except AdapterError as exc:
-        fail(str(exc))
-    print(json.dumps(result, indent=2, ensure_ascii=False))
+        fail(mask_encoded(str(exc), provider.secrets))
+    # The agent may echo what it was sent (the bearer token, a secret parameter).
+    print(json_text(mask_values(result, provider.secrets)))

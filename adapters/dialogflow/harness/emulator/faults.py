@@ -19,6 +19,9 @@ SESSION_METHODS = frozenset(
 )
 
 
+MAX_RETRY_DELAY = 86400.0  # seconds a RetryInfo may ask for (finite: it is a Duration)
+
+
 class FaultSpecError(ValueError):
     pass
 
@@ -38,11 +41,18 @@ class Fault:
         return self.message or f"injected fault: {self.code.name}"
 
 
+@dataclass
+class _Queued:
+    fault: Fault
+    remaining: int
+
+
 class FaultPlan:
-    """A queue of faults; each matching call consumes the first applicable one."""
+    """A queue of faults; each matching call consumes the first applicable one. A fault
+    repeated COUNT times is one entry with a counter (any count costs the same memory)."""
 
     def __init__(self) -> None:
-        self._queue: deque[Fault] = deque()
+        self._queue: deque[_Queued] = deque()
         self.served: list[tuple[str, str]] = []
 
     def inject(
@@ -55,19 +65,25 @@ class FaultPlan:
         message: str = "",
     ) -> None:
         status = parse_code(code) if isinstance(code, str) else code
-        fault = Fault(status, retry_delay, frozenset(methods or SESSION_METHODS), message)
-        self._queue.extend([fault] * count)
+        if count < 0:
+            raise FaultSpecError(f"fault count must be >= 0, got {count}")
+        if count:
+            fault = Fault(status, retry_delay, frozenset(methods or SESSION_METHODS), message)
+            self._queue.append(_Queued(fault, count))
 
     def take(self, method: str) -> Fault | None:
-        for i, fault in enumerate(self._queue):
+        for i, entry in enumerate(self._queue):
+            fault = entry.fault
             if fault.applies_to(method):
-                del self._queue[i]
+                entry.remaining -= 1
+                if entry.remaining <= 0:
+                    del self._queue[i]
                 self.served.append((method, fault.code.name))
                 return fault
         return None
 
     def pending(self) -> int:
-        return len(self._queue)
+        return sum(entry.remaining for entry in self._queue)
 
     def load(self, spec: str) -> None:
         """Add the faults of a spec string (see module doc)."""
@@ -81,6 +97,11 @@ class FaultPlan:
                 seconds = float(delay) if delay else None
             except ValueError:
                 raise FaultSpecError(f"bad fault spec {part!r} (CODE[:COUNT][@DELAY])") from None
+            if n < 0 or (seconds is not None and not 0 <= seconds <= MAX_RETRY_DELAY):
+                raise FaultSpecError(
+                    f"bad fault spec {part!r}: COUNT must be >= 0 and DELAY "
+                    f"0-{MAX_RETRY_DELAY:g} seconds"
+                )
             self.inject(parse_code(name), n, retry_delay=seconds)
 
 
