@@ -3,6 +3,8 @@
 Every suite accepts the same three layouts, so a file written by `tau sdg generate` (JSON
 lines, one task per line, appended as tasks are made) and an upstream `tasks.json` (a JSON
 array; τ³ also `{"tasks": [...]}`) load alike. Each suite validates the records itself.
+A file that is not JSON (nested too deep, an integer longer than Python converts
+included) is one `TaskFileError` naming it.
 """
 
 from __future__ import annotations
@@ -12,6 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from tau_bench.errors import TaskFileError
+from tau_bench.json_decode import stdlib_loads
 
 __all__ = ["TaskFileError", "read_task_records", "validation_summary"]
 
@@ -28,7 +31,7 @@ def read_task_records(path: Path) -> list[Any]:
         raw = _loads(path, text)
     else:
         try:
-            raw = _unwrap(json.loads(text))  # one JSON document: a task, or wrapped tasks
+            raw = _unwrap(stdlib_loads(text))  # one JSON document: a task, or wrapped tasks
         except json.JSONDecodeError as whole:
             raw = _lines(path, text, whole)
         except RecursionError:
@@ -52,7 +55,7 @@ def _lines(path: Path, text: str, whole: json.JSONDecodeError) -> list[Any]:
         if not line.strip():
             continue
         try:
-            out.append(json.loads(line))
+            out.append(stdlib_loads(line))
         except RecursionError:
             raise _too_deep(path, number) from None
         except json.JSONDecodeError as exc:
@@ -64,7 +67,7 @@ def _lines(path: Path, text: str, whole: json.JSONDecodeError) -> list[Any]:
 
 def _loads(path: Path, text: str) -> Any:
     try:
-        return json.loads(text)
+        return stdlib_loads(text)
     except json.JSONDecodeError as exc:
         raise TaskFileError(f"{path}: not valid JSON ({exc.msg} at line {exc.lineno})") from None
     except RecursionError:

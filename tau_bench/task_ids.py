@@ -4,6 +4,12 @@ A single-domain run names its tasks by index (`12`); a multi-domain run (`tau ru
 retail,airline`) by `"retail/12"`. Analyses mix the two (a retail run next to a
 two-domain run), so ids are sorted by (domain, index) and never compared across kinds,
 and turned into file-name parts (`retail-12`) where a `/` cannot go.
+
+An index has at most `MAX_INDEX_DIGITS` digits (every index fits in 64 bits): a longer
+one is no task's, and Python would not even convert one of over 4,300 digits. Reading an
+id (`parse_task_id`, `expand_task_ids`) refuses it with a `ValueError`; the helpers that
+look at ids already read (`task_index`, `task_domain`, `sort_key`) treat `"retail/<more
+digits>"` as other text, never raising.
 """
 
 from __future__ import annotations
@@ -14,8 +20,14 @@ from typing import Any
 
 TaskId = int | str
 
+MAX_INDEX_DIGITS = 18
+"""Most digits a task index may have (10**18 - 1 fits in 64 bits)."""
+
 # The domain part may itself hold a suite prefix: "tau3/retail/12".
-_NAMESPACED = re.compile(r"^\s*([A-Za-z0-9_.-]+(?:/[A-Za-z0-9_.-]+)*)\s*/\s*(-?\d+)\s*$")
+_DOMAIN = r"[A-Za-z0-9_.-]+(?:/[A-Za-z0-9_.-]+)*"
+_NAMESPACED = re.compile(rf"^\s*({_DOMAIN})\s*/\s*(-?\d{{1,{MAX_INDEX_DIGITS}}})\s*$")
+# An index too long to be one: plain or namespaced.
+_TOO_LONG = re.compile(rf"^\s*(?:{_DOMAIN}\s*/\s*)?-?\d{{{MAX_INDEX_DIGITS + 1},}}\s*$")
 _UNSAFE = re.compile(r"[^A-Za-z0-9._-]+")
 
 
@@ -26,11 +38,13 @@ def parse_task_id(value: Any) -> TaskId:
     if isinstance(value, bool):
         raise ValueError(f"task id must be an integer or DOMAIN/N, got {value!r}")
     if isinstance(value, int):
-        return value
+        return _index(value)
     if isinstance(value, float) and value.is_integer():
-        return int(value)
+        return _index(int(value))
     if isinstance(value, str):
         text = value.strip()
+        if _TOO_LONG.match(text):
+            raise _too_long(text)
         if text.lstrip("-").isdigit():
             return int(text)
         match = _NAMESPACED.match(text)
@@ -39,6 +53,19 @@ def parse_task_id(value: Any) -> TaskId:
         if text:
             return text
     raise ValueError(f"task id must be an integer or DOMAIN/N, got {value!r}")
+
+
+def _index(value: int) -> int:
+    if abs(value) >= 10**MAX_INDEX_DIGITS:  # not printed: it may be too long to convert
+        raise ValueError(f"task id has more than {MAX_INDEX_DIGITS} digits (no task has)")
+    return value
+
+
+def _too_long(text: str, what: str = "task id") -> ValueError:
+    shown = text if len(text) <= 40 else f"{text[:30]}…"
+    return ValueError(
+        f"{what} {shown!r} has an index of more than {MAX_INDEX_DIGITS} digits (no task has)"
+    )
 
 
 def parse_run_task_id(value: Any) -> TaskId:
@@ -79,6 +106,8 @@ def expand_task_ids(value: Any) -> list[TaskId]:
         if match is None:
             out.append(parse_run_task_id(part))
             continue
+        if max(len(match[2]), len(match[3])) > MAX_INDEX_DIGITS:
+            raise _too_long(part, "task range")
         domain, first, last = match[1], int(match[2]), int(match[3])
         if last < first:
             raise ValueError(f"task range {part!r} ends before it starts")

@@ -1,8 +1,14 @@
-"""`tau data pull | path | verify`: the benchmark data directory."""
+"""`tau data pull | path | verify`: the benchmark data directory.
+
+A pull that cannot make or write its destination, a download that fails or is refused
+(too large, too slow: `tau_bench.data.download`) is one `error:` line and exit 2; SIGTERM
+during a pull removes its temporary directory and exits 143 (`tau_bench.data.pull`).
+"""
 
 from __future__ import annotations
 
 import sys
+from collections.abc import Callable
 from pathlib import Path
 
 import typer
@@ -36,22 +42,40 @@ def pull(
 
     target = (dest or cache_dir()).expanduser()
     table = load_pinned()
-    if target.exists() and not force:
-        if target.is_dir() and all(check.ok for check in verify_files(target, table)):
-            print(f"already up to date: {target}", file=sys.stderr)
-            print(target)
-            return
-        if not target.is_dir() or any(target.iterdir()):
-            fail(
-                f"{target} exists and is not a complete τ-bench data directory of commit "
-                f"{table.commit[:12]}; pass --force to replace it"
-            )
+
+    def complete() -> bool:
+        return all(check.ok for check in verify_files(target, table))
+
+    if _up_to_date(
+        target, force, complete, f"τ-bench data directory of commit {table.commit[:12]}"
+    ):
+        return
     try:
         pull_dataset(target, table=table, commit=table.commit)
     except DataDirError as exc:
         fail(str(exc))
     print(f"τ-bench data ({len(table.files)} files, verified) in {target}", file=sys.stderr)
     print(target)
+
+
+def _up_to_date(target: Path, force: bool, complete: Callable[[], bool], what: str) -> bool:
+    """True (after saying so) when `target` already holds the verified data; `fail` when
+    it holds something else and `force` is off, or cannot be looked at."""
+    if force:
+        return False
+    try:
+        if not target.exists():
+            return False
+        if target.is_dir() and complete():
+            print(f"already up to date: {target}", file=sys.stderr)
+            print(target)
+            return True
+        if target.is_dir() and not any(target.iterdir()):
+            return False
+    except OSError as exc:
+        where = f" ({exc.filename})" if exc.filename else ""
+        fail(f"cannot read {target}: {exc.strerror or exc}{where}")
+    fail(f"{target} exists and is not a complete {what}; pass --force to replace it")
 
 
 def _pull_tau3(dest: Path | None, force: bool) -> None:
@@ -66,16 +90,12 @@ def _pull_tau3(dest: Path | None, force: bool) -> None:
 
     target = (dest or cache_dir()).expanduser()
     manifest = load_manifest()
-    if target.exists() and not force:
-        if target.is_dir() and all(c.ok for c in verify_tau3_files(target, manifest)):
-            print(f"already up to date: {target}", file=sys.stderr)
-            print(target)
-            return
-        if not target.is_dir() or any(target.iterdir()):
-            fail(
-                f"{target} exists and is not a complete τ³ data directory of commit "
-                f"{manifest.commit[:12]}; pass --force to replace it"
-            )
+
+    def complete() -> bool:
+        return all(c.ok for c in verify_tau3_files(target, manifest))
+
+    if _up_to_date(target, force, complete, f"τ³ data directory of commit {manifest.commit[:12]}"):
+        return
     try:
         pull_tau3(target, manifest=manifest)
     except DataDirError as exc:

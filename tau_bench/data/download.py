@@ -1,7 +1,17 @@
 """Downloading upstream files for `tau data pull`: raw GitHub URLs, retries, progress.
 
 Connection errors and 5xx are retried (`RETRY_DELAYS`); other statuses fail at once with
-a hint for offline machines. Checking what arrived is the caller's job (`pinned`).
+a hint for offline machines. Checking what arrived is the caller's job (`pinned`), but
+two bounds hold while it arrives:
+
+* size: a body longer than the file's pinned size (`UNPINNED_LIMIT` for a file with no
+  pinned size) is stopped as soon as it passes it, and not retried: the URL names a
+  file of a pinned commit, so a server sending more is not sending that file;
+* time: each file has `DEADLINE` seconds, all attempts and pauses included. Timeouts
+  (`TIMEOUT`) only bound each wait for the connection or for the next bytes, so a
+  server that trickles a byte at a time would otherwise hold a pull for weeks. The
+  deadline is checked whenever bytes arrive or an attempt ends, so a pull stops at most
+  one read timeout after it.
 """
 
 from __future__ import annotations
@@ -11,7 +21,7 @@ from typing import Any
 
 import httpx
 
-from tau_bench.data.errors import PullError
+from tau_bench.data.errors import PullError, TooLargeError
 from tau_bench.data.pinned import Source
 from tau_bench.data.upstream import PINNED_COMMIT, UPSTREAM_REPO
 
@@ -19,6 +29,10 @@ RAW_BASE = "https://raw.githubusercontent.com"
 # Pause before each retry of a download that failed on the connection or with a 5xx.
 RETRY_DELAYS: tuple[float, ...] = (1.0, 2.0, 4.0)
 TIMEOUT = httpx.Timeout(60.0, connect=15.0)
+# Seconds one file may take, retries included: ~16 KB/s for the largest (14 MB) file.
+DEADLINE = 900.0
+# Bytes a file with no pinned size may have (those are upstream Python modules of a few KB).
+UNPINNED_LIMIT = 16 * 1024 * 1024
 _OFFLINE_HINT = (
     "on an offline machine, set TAU_BENCH_DATA (or --data-dir) to a τ-bench data directory"
 )
@@ -80,22 +94,35 @@ class Progress:
             self._progress.update(self._task, description=label)
 
 
+def _clock() -> float:
+    return time.monotonic()
+
+
 def download(client: httpx.Client, url: str, source: Source, progress: Progress) -> bytes:
-    """GET `url`; retried on connection errors and 5xx, failing fast on other statuses."""
+    """GET `url`; retried on connection errors and 5xx, failing fast on other statuses, on
+    a body longer than `source.size` (or `UNPINNED_LIMIT`), and once `DEADLINE` passed."""
     attempts = len(RETRY_DELAYS) + 1
+    limit = source.size if source.size is not None else UNPINNED_LIMIT
+    started = _clock()
     problem = ""
     for attempt in range(attempts):
         received = 0
         try:
             with client.stream("GET", url) as response:
                 if response.status_code == 200:
-                    if source.size is None and response.headers.get("content-length"):
-                        progress.grow(int(response.headers["content-length"]))
+                    declared = _declared_length(response)
+                    if declared is not None and declared > limit:
+                        raise _too_large(url, source, limit, declared)
+                    if source.size is None and declared is not None:
+                        progress.grow(declared)
                     chunks = []
                     for chunk in response.iter_bytes():
-                        chunks.append(chunk)
                         received += len(chunk)
+                        if received > limit:
+                            raise _too_large(url, source, limit)
+                        chunks.append(chunk)
                         progress.advance(len(chunk))
+                        _check_deadline(started, url, source, received)
                     return b"".join(chunks)
                 if response.status_code < 500:
                     raise PullError(
@@ -105,10 +132,51 @@ def download(client: httpx.Client, url: str, source: Source, progress: Progress)
                 problem = f"HTTP {response.status_code}"
         except httpx.TransportError as exc:
             problem = f"{type(exc).__name__}: {exc}" if str(exc) else type(exc).__name__
+        except BaseException:
+            progress.advance(-received)
+            raise
         progress.advance(-received)
+        _check_deadline(started, url, source, 0, problem)
         if attempt + 1 < attempts:
-            time.sleep(RETRY_DELAYS[attempt])
+            time.sleep(min(RETRY_DELAYS[attempt], max(0.0, started + DEADLINE - _clock())))
+            _check_deadline(started, url, source, 0, problem)
     raise PullError(
         f"download failed after {attempts} attempts ({problem}) for {url} "
+        f"(upstream file {source.path}); {_OFFLINE_HINT}"
+    )
+
+
+def _declared_length(response: httpx.Response) -> int | None:
+    """The body's length as the server announces it, when that is the length of what
+    `iter_bytes` yields (no content coding: a gzip body may be longer than the file)."""
+    if response.headers.get("content-encoding", "identity").strip().lower() != "identity":
+        return None
+    value = response.headers.get("content-length", "")
+    return int(value) if value.isdigit() and len(value) < 19 else None
+
+
+def _too_large(url: str, source: Source, limit: int, declared: int | None = None) -> TooLargeError:
+    pinned = (
+        "its pinned size" if source.size is not None else "the limit for a file with no pinned size"
+    )
+    said = f" (it announces {declared:,})" if declared is not None else ""
+    return TooLargeError(
+        f"upstream file {source.path}",
+        f"download stopped: {url} sends more than {limit:,} bytes{said}, {pinned} "
+        f"(upstream file {source.path}); this is not the pinned file, so it is not "
+        f"retried; nothing was written to the data directory; {_OFFLINE_HINT}",
+        source.sha256 or "",
+    )
+
+
+def _check_deadline(
+    started: float, url: str, source: Source, received: int, problem: str = ""
+) -> None:
+    if _clock() - started <= DEADLINE:
+        return
+    last = f" (last attempt: {problem})" if problem else ""
+    got = f" after {received:,} bytes" if received else ""
+    raise PullError(
+        f"download timed out: {url} did not arrive within {DEADLINE:.0f} s{got}{last} "
         f"(upstream file {source.path}); {_OFFLINE_HINT}"
     )

@@ -23,3 +23,15 @@ class ChecksumError(PullError):
         self.name = name
         self.expected = expected
         self.actual = actual
+
+
+class TooLargeError(ChecksumError):
+    """A download that went past the file's pinned size (or the cap for a file without
+    one): it was stopped there, so it cannot have the pinned sha256 and has none of its
+    own (`actual` is empty). Not retried: the file of a pinned commit never changes."""
+
+    def __init__(self, name: str, message: str, expected: str = "") -> None:
+        PullError.__init__(self, message)
+        self.name = name
+        self.expected = expected
+        self.actual = ""

@@ -1,8 +1,9 @@
 """Reading a data directory's files: whatever is wrong with one is a `DataDirError`.
 
-A file that is missing or unreadable, not UTF-8, not valid JSON or TOML, nested deeper
-than the decoder can follow, or of the wrong shape is one line naming the file and what
-to do (`hint`), never a traceback. Every suite's loaders read through these (v1:
+A file that is missing or unreadable, larger than `MAX_FILE_SIZE`, not UTF-8, not valid
+JSON or TOML, nested deeper than the decoder can follow (or with an integer longer than
+it converts), or of the wrong shape is one line naming the file and what to do (`hint`),
+never a traceback (nor a `MemoryError`). Every suite's loaders read through these (v1:
 `tau_bench.domains`; τ³: `tau_bench.tau3`); what a valid file decodes to is exactly what
 `json.loads` / `tomllib.loads` / `read_text` give.
 """
@@ -10,13 +11,21 @@ to do (`hint`), never a traceback. Every suite's loaders read through these (v1:
 from __future__ import annotations
 
 import json
+import os
+import stat
+import sys
 import tomllib
 from pathlib import Path
 from typing import Any
 
 from tau_bench.data.errors import DataDirError
 
-__all__ = ["PULL_HINT", "damaged", "read_json", "read_text", "read_toml"]
+__all__ = ["MAX_FILE_SIZE", "PULL_HINT", "damaged", "read_json", "read_text", "read_toml"]
+
+MAX_FILE_SIZE = 256 * 1024 * 1024
+"""Largest data file read (bytes). The largest real one is τ³ telecom's `tasks.json`
+(14 MB), so 256 MiB is ~18 times that: anything larger is not a data file (a sparse or
+endless file, a device) and is refused before it is read, not decoded into memory."""
 
 PULL_HINT = "restore it or run `tau data pull`"
 """What to do about a damaged v1 data directory (τ³ has its own: `tau_bench.tau3.data`)."""
@@ -28,10 +37,28 @@ def damaged(path: Path, problem: str, hint: str = PULL_HINT) -> DataDirError:
 
 
 def _read_bytes(path: Path, hint: str) -> bytes:
+    """The file's bytes. A file larger than `MAX_FILE_SIZE` is damage, refused before it is
+    read (a regular file, by its size) or once that much has arrived (a device or a pipe,
+    which may never end)."""
     try:
-        return Path(path).read_bytes()
+        with Path(path).open("rb") as fh:
+            info = os.fstat(fh.fileno())
+            if info.st_size > MAX_FILE_SIZE:
+                raise _too_large(path, hint)
+            data = fh.read() if stat.S_ISREG(info.st_mode) else fh.read(MAX_FILE_SIZE + 1)
     except OSError as exc:
         raise DataDirError(f"cannot read {path}: {exc.strerror or exc}; {hint}") from None
+    except MemoryError:
+        raise _too_large(path, hint) from None
+    if len(data) > MAX_FILE_SIZE:
+        raise _too_large(path, hint)
+    return data
+
+
+def _too_large(path: Path, hint: str) -> DataDirError:
+    mib = 1024 * 1024
+    cap = f"{MAX_FILE_SIZE // mib} MiB" if mib <= MAX_FILE_SIZE else f"{MAX_FILE_SIZE:,} bytes"
+    return damaged(path, f"(more than {cap}) is too large", hint)
 
 
 def read_text(path: Path, hint: str = PULL_HINT) -> str:
@@ -50,6 +77,8 @@ def read_json(path: Path, hint: str = PULL_HINT) -> Any:
         return json.loads(data)
     except (ValueError, RecursionError) as exc:  # JSONDecodeError, bad UTF-8, absurd depth
         raise damaged(path, f"is not valid JSON ({_reason(exc)})", hint) from None
+    except MemoryError:
+        raise damaged(path, "is too large to decode", hint) from None
 
 
 def read_toml(path: Path, hint: str = PULL_HINT) -> Any:
@@ -64,4 +93,7 @@ def read_toml(path: Path, hint: str = PULL_HINT) -> Any:
 def _reason(exc: BaseException) -> str:
     if isinstance(exc, RecursionError):
         return "nested too deep"
+    if not isinstance(exc, json.JSONDecodeError | UnicodeDecodeError | tomllib.TOMLDecodeError):
+        # `json.loads` on an integer it will not convert (a plain ValueError)
+        return f"an integer longer than {sys.get_int_max_str_digits():,} digits"
     return str(exc)[:120]

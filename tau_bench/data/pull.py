@@ -16,7 +16,11 @@ against their recorded sha256 too, which proves the literal reading right.
 Everything is downloaded and built in a temporary directory next to the destination; only
 when every checksum matches is it moved into place. On any failure the destination is
 left as it was (absent, or its previous complete content) and the temporary files are
-removed.
+removed. That holds for SIGTERM too: while the temporary directory exists, SIGTERM (when
+nothing else handles it) ends the process as Ctrl-C would, after removing it, with exit
+status 143 (128 + SIGTERM), instead of killing it with the directory left behind. A
+destination that cannot be made or written (under a file, in a read-only place) is a
+`PullError` naming it.
 """
 
 from __future__ import annotations
@@ -25,7 +29,9 @@ import contextlib
 import json
 import os
 import shutil
+import signal
 import tempfile
+import threading
 import uuid
 from collections.abc import Iterator
 from pathlib import Path, PurePosixPath
@@ -124,14 +130,80 @@ def install(staging: Path, dest: Path) -> None:
 
 @contextlib.contextmanager
 def staging_dir(dest: Path) -> Iterator[Path]:
-    dest.parent.mkdir(parents=True, exist_ok=True)
-    staging = Path(tempfile.mkdtemp(prefix=f".{dest.name}.partial-", dir=dest.parent))
-    try:
-        os.chmod(staging, 0o755)
-        yield staging
-    finally:
-        if staging.exists():
-            _remove(staging)
+    """A new temporary directory next to `dest`, removed on the way out whatever happens
+    (SIGTERM included: see `_Termination`). An `OSError` making it or inside the block
+    (writing a file, installing) is a `PullError`."""
+    termination = _Termination()
+    with termination.handled():
+        try:
+            dest.parent.mkdir(parents=True, exist_ok=True)
+            staging = Path(tempfile.mkdtemp(prefix=f".{dest.name}.partial-", dir=dest.parent))
+        except OSError as exc:
+            raise PullError(
+                f"cannot create the data directory {dest}: {_os_problem(exc)}"
+            ) from None
+        try:
+            os.chmod(staging, 0o755)
+            yield staging
+        except OSError as exc:
+            raise PullError(
+                f"cannot write the data directory {dest}: {_os_problem(exc)}; "
+                "nothing was written to it"
+            ) from None
+        finally:
+            termination.armed = False  # a SIGTERM from now on waits for the clean-up
+            if staging.exists():
+                _remove(staging)
+
+
+def _os_problem(exc: OSError) -> str:
+    if isinstance(exc, FileExistsError | NotADirectoryError) and exc.filename:
+        # The nearest existing folder on the way is something else (a file).
+        path = Path(exc.filename)
+        found = next((p for p in (path, *path.parents) if os.path.lexists(p)), path)
+        return f"{found} is not a directory"
+    where = f" ({exc.filename})" if exc.filename else ""
+    return f"{exc.strerror or exc}{where}"
+
+
+TERMINATED = 128 + signal.SIGTERM
+"""Exit status of a process that SIGTERM ended while a pull was under way (143)."""
+
+
+class _Termination:
+    """SIGTERM during a pull as `SystemExit(TERMINATED)`: it unwinds like Ctrl-C (every
+    `finally` runs, the temporary directory is removed) instead of killing the process
+    with the directory left behind. While disarmed (the clean-up) a SIGTERM is held and
+    raised once the handler is removed."""
+
+    def __init__(self) -> None:
+        self.armed = True
+        self.pending = False
+
+    def __call__(self, signum: int, frame: object) -> None:
+        if self.armed:
+            self.armed = False
+            raise SystemExit(TERMINATED)
+        self.pending = True
+
+    @contextlib.contextmanager
+    def handled(self) -> Iterator[None]:
+        """This as SIGTERM's handler in the block. Only in the main thread, and only when
+        SIGTERM has its default action: a server or a caller with its own handler (or
+        one that ignores it) keeps it."""
+        if (
+            threading.current_thread() is not threading.main_thread()
+            or signal.getsignal(signal.SIGTERM) is not signal.SIG_DFL
+        ):
+            yield
+            return
+        signal.signal(signal.SIGTERM, self)
+        try:
+            yield
+        finally:
+            signal.signal(signal.SIGTERM, signal.SIG_DFL)
+            if self.pending:
+                raise SystemExit(TERMINATED)
 
 
 def pull_dataset(

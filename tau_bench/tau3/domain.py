@@ -14,7 +14,8 @@ Register a domain at import time of its package:
                         user_tools_json="telecom/user_tools.json"))
 
 `load_domain(name, root)` gives a `LoadedDomain`: the per-process state (base DBs, policy,
-tool schemas) that every episode shares. It is cached per (name, root), so a DB file is
+tool schemas) that every episode shares; the DBs and the user's tool schemas are read
+(and checked) as it loads, so a damaged file is one `DataDirError` before any episode. It is cached per (name, root), so a DB file is
 parsed once per process; episodes get private views via `DBSource.fresh()`.
 
 DB loaders return a `DBSource` (see `tau_bench.tau3.store`): `TableSource` for large
@@ -192,6 +193,16 @@ class LoadedDomain:
             schemas = read_json(path, PULL_HINT)
             if not isinstance(schemas, list):
                 raise damaged(path, "is not a JSON array of tool schemas", PULL_HINT)
+            for i, schema in enumerate(schemas):
+                function = schema.get("function") if isinstance(schema, dict) else None
+                if not (
+                    isinstance(function, dict)
+                    and isinstance(function.get("name"), str)
+                    and isinstance(function.get("parameters", {}), dict)
+                ):
+                    raise damaged(
+                        path, f"entry {i} is not a function schema with a name", PULL_HINT
+                    )
             self._schemas[key] = schemas
         return self._schemas[key]
 
@@ -214,5 +225,8 @@ def load_domain(name: str, root: Path) -> LoadedDomain:
                 )
             user = spec.user_db(ddir) if spec.user_db is not None else None
             loaded = LoadedDomain(spec, root, spec.agent_db(ddir), user)
+            # Every episode gives the user its tools: a damaged file is found now, once,
+            # not as a failure of each episode.
+            loaded.user_tool_schemas()
             _LOADED[key] = loaded
     return loaded

@@ -3,7 +3,9 @@
 `load_tasks(root, "airline")` reads `tasks.json` and filters it by the domain's default
 split (`base`; mock: all tasks), keeping the file's order. `split="all"`/None-like values
 are explicit via `split=None`. An unknown split is a one-line `ValueError` that lists the
-valid ones. Field names and defaults mirror the original's task model so that
+valid ones. A damaged file is a `DataDirError` naming it, never a smaller task set: an
+entry that is not an object with a string id (checked even outside the split), two tasks
+with one id, a split id the tasks file does not have. Field names and defaults mirror the original's task model so that
 `Action.model_dump()` / `EnvAssertion.model_dump()` print like its `RewardInfo`.
 """
 
@@ -192,6 +194,7 @@ def load_tasks(root: Path, domain: str, split: Any = _ALL) -> list[Task]:
     name = spec.default_split if split is _ALL else split
     if name is None:
         every = [_task(path, i, t) for i, t in enumerate(raw)]
+        _unique(path, every)
         gc.freeze()  # the tasks are long-lived too (see `_read`)
         return every
     splits = load_splits(root, domain)
@@ -200,14 +203,40 @@ def load_tasks(root: Path, domain: str, split: Any = _ALL) -> list[Task]:
             f"unknown split {name!r} for τ³ {domain}; valid splits: {', '.join(splits)}"
         )
     wanted = set(splits[name])
-    # Only the split's tasks are validated (telecom: 114 of 2,285 for the default split).
-    tasks = [
-        _task(path, i, t)
-        for i, t in enumerate(raw)
-        if isinstance(t, dict) and isinstance(t.get("id"), str) and t["id"] in wanted
-    ]
+    # Only the split's tasks are validated (telecom: 114 of 2,285 for the default split),
+    # but every entry must at least be an object with a string id, so that none is left
+    # out of a split unnoticed; each id of the split must be found, once.
+    tasks: list[Task] = []
+    seen: set[str] = set()
+    for i, t in enumerate(raw):
+        if not (isinstance(t, dict) and isinstance(t.get("id"), str)):
+            _task(path, i, t)  # raises: the model refuses it (not an object, no string id)
+            raise damaged(path, f"has an invalid task {i} (id: not a string)", PULL_HINT)
+        ident = t["id"]
+        if ident in seen:
+            raise damaged(path, f"has two tasks with the id {ident!r}", PULL_HINT)
+        seen.add(ident)
+        if ident in wanted:
+            tasks.append(_task(path, i, t))
+    missing = [i for i in splits[name] if i not in seen]
+    if missing:
+        split_path = path.with_name(f"split_{path.stem}.json")
+        more = f" and {len(missing) - 1} more" if len(missing) > 1 else ""
+        raise damaged(
+            split_path,
+            f"lists task {missing[0]!r}{more} in split {name!r}, which {path.name} does not have",
+            PULL_HINT,
+        )
     gc.freeze()  # the tasks are long-lived too (see `_read`)
     return tasks
+
+
+def _unique(path: Path, tasks: list[Task]) -> None:
+    seen: set[str] = set()
+    for task in tasks:
+        if task.id in seen:
+            raise damaged(path, f"has two tasks with the id {task.id!r}", PULL_HINT)
+        seen.add(task.id)
 
 
 def _task(path: Path, index: int, data: Any) -> Task:

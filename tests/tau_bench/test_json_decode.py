@@ -14,7 +14,13 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from tau_adapters.jsonsafe import JSONDepthError
-from tau_bench.json_decode import JSONTooDeepError, loads
+from tau_bench.json_decode import (
+    JSONIntegerTooLongError,
+    JSONTooDeepError,
+    loads,
+    stdlib_loads,
+)
+from tests.conftest import DATA_DIR
 
 documents = st.recursive(
     st.none()
@@ -78,7 +84,9 @@ def test_deep_documents_the_standard_library_follows_still_decode() -> None:
     assert repr(loads(doc)) == repr(json.loads(doc))
 
 
-def _tau(*args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
+def _tau(
+    *args: str, cwd: Path, env: dict[str, str] | None = None
+) -> subprocess.CompletedProcess[str]:
     tau = Path(sys.executable).parent / "tau"
     return subprocess.run(
         [str(tau), *args],
@@ -87,7 +95,7 @@ def _tau(*args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
         timeout=120,
         check=False,
         cwd=cwd,
-        env={**os.environ, "LITELLM_LOCAL_MODEL_COST_MAP": "True"},
+        env={**os.environ, "LITELLM_LOCAL_MODEL_COST_MAP": "True", **(env or {})},
     )
 
 
@@ -103,3 +111,69 @@ def test_a_results_log_with_a_deep_header_is_one_line(tmp_path: Path) -> None:
         lines = proc.stderr.strip().splitlines()
         assert len(lines) == 1 and str(log) in lines[0], proc.stderr
         assert "is not a tau run results log" in lines[0], proc.stderr
+
+
+LONG = "9" * 5000  # more digits than Python converts to an int (4,300 by default)
+
+
+@pytest.mark.parametrize(
+    ("doc", "position"),
+    [(f"[1, {LONG}]", 4), (f'{{"a":\n -{LONG}}}', 7), (f'["{LONG}", 2{LONG}]', 5005)],
+)
+def test_an_integer_too_long_to_convert_is_a_decode_error(doc: str, position: int) -> None:
+    """`json.loads` raises a plain ValueError here, which readers that skip or report
+    bad lines (they catch JSONDecodeError) would not catch."""
+    for data in (doc, doc.encode("utf-8")):
+        for decode in (loads, stdlib_loads):
+            with pytest.raises(JSONIntegerTooLongError) as caught:
+                decode(data)
+            assert isinstance(caught.value, json.JSONDecodeError)
+            assert caught.value.pos == position
+            assert (
+                caught.value.msg == f"integer longer than {sys.get_int_max_str_digits():,} digits"
+            )
+    assert loads(f"[{LONG[:4300]}, 1.{LONG}, 1{LONG}e5]")[0] == int(LONG[:4300])
+
+
+def test_a_results_log_with_a_huge_integer_is_one_line(tmp_path: Path) -> None:
+    log = tmp_path / "long.jsonl"
+    log.write_text('{"type": "header", "config": {"seed": ' + LONG + "}}\n")
+    for args in (["run", "--resume", str(log)], ["compare", str(log), str(log)]):
+        proc = _tau(*args, cwd=tmp_path)
+        assert proc.returncode == 2, proc.stderr
+        assert "Traceback" not in proc.stderr
+        lines = proc.stderr.strip().splitlines()
+        assert len(lines) == 1 and str(log) in lines[0], proc.stderr
+        assert "is not a tau run results log" in lines[0], proc.stderr
+
+
+TASK = '{"user_id": "u", "instruction": "i", "actions": [], "outputs": [%s]}'
+
+
+@pytest.mark.parametrize(
+    ("name", "text", "where"),
+    [
+        ("lines.jsonl", TASK % 1 + "\n" + TASK % LONG + "\n", "at line 2"),
+        ("one.json", TASK % LONG, "at line 1"),
+        ("array.json", "[\n" + TASK % 1 + ",\n" + TASK % LONG + "\n]", "at line 3"),
+    ],
+)
+def test_a_tasks_file_with_a_huge_integer_is_one_line(
+    tmp_path: Path, name: str, text: str, where: str
+) -> None:
+    """`tau tasks verify --tasks-file` and `tau run --tasks-file` (`tau_bench.task_files`)."""
+    path = tmp_path / name
+    path.write_text(text)
+    data = {"TAU_BENCH_DATA": str(DATA_DIR)}
+    run = ["--agent-strategy", "oracle", "--user-strategy", "scripted", "--log-dir", "logs"]
+    for args in (
+        ["tasks", "verify", "--env", "airline", "--tasks-file", str(path)],
+        ["run", "--env", "airline", *run, "--tasks-file", str(path)],
+    ):
+        proc = _tau(*args, cwd=tmp_path, env=data)
+        assert proc.returncode == 2, proc.stderr
+        assert "Traceback" not in proc.stderr
+        lines = proc.stderr.strip().splitlines()
+        assert len(lines) == 1, proc.stderr
+        expected = f"error: {path}: not valid JSON (integer longer than 4,300 digits {where})"
+        assert lines[0] == expected, proc.stderr

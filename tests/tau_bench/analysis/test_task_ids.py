@@ -2,7 +2,12 @@
 
 from __future__ import annotations
 
+import json
+import os
 import random
+import subprocess
+import sys
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -10,8 +15,10 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from tau_bench.task_ids import (
+    expand_task_ids,
     file_part,
     ids_text,
+    parse_run_task_id,
     parse_task_id,
     qualify,
     sort_key,
@@ -19,6 +26,8 @@ from tau_bench.task_ids import (
     task_domain,
     task_index,
 )
+from tests.conftest import DATA_DIR
+from tests.tau_bench.analysis.conftest import Runs
 
 
 def test_parse() -> None:
@@ -95,3 +104,62 @@ def test_ranges_expand_in_order() -> None:
     for bad in ("4-2", "0-10000", "1-", "-", "a-b", "", 1.5, True):
         with pytest.raises(ValueError):
             expand_task_ids(bad)
+
+
+LONG = "9" * 5000  # more digits than Python converts to an int (4,300)
+
+
+@pytest.mark.parametrize(
+    "value",
+    [f"airline/{LONG}", LONG, f"-{LONG}", "9" * 19, "retail/" + "1" * 19, 10**18, -(10**18), 1e20],
+)
+def test_an_index_of_more_than_18_digits_is_no_task_id(value: Any) -> None:
+    """One ValueError (what every reader of ids turns into one line), never the int
+    conversion's own "Exceeds the limit" error."""
+    with pytest.raises(ValueError, match="more than 18 digits") as caught:
+        parse_task_id(value)
+    assert len(str(caught.value)) < 200
+    with pytest.raises(ValueError, match="more than 18 digits"):
+        parse_run_task_id(value)
+
+
+def test_ranges_with_too_many_digits_are_refused() -> None:
+    for value in (f"0-{LONG}", f"retail/{LONG}-{LONG}", "0-" + "9" * 19):
+        with pytest.raises(ValueError, match=r"task range .* more than 18 digits"):
+            expand_task_ids(value)
+    assert expand_task_ids("retail/999999999999999998-999999999999999999") == [
+        "retail/999999999999999998",
+        "retail/999999999999999999",
+    ]
+
+
+def test_ids_already_read_with_a_long_index_never_raise() -> None:
+    """Results records keep any non-empty text as an id: the helpers that sort and group
+    them take a long "domain/<digits>" as other text."""
+    long_id = f"airline/{LONG}"
+    assert (task_domain(long_id), task_index(long_id)) == (None, None)
+    assert sorted_ids([long_id, "airline/3", 2]) == [2, long_id, "airline/3"]
+    assert file_part(long_id).startswith("airline-999")
+    assert parse_task_id("9" * 18) == 10**18 - 1
+
+
+def test_tau_view_and_compare_show_a_log_with_a_long_task_id(runs: Runs, tmp_path: Path) -> None:
+    """A record's id `"airline/<5,000 digits>"` is other text to the readers that sort and
+    group ids (the installed `tau view` / `tau compare` used to stop with a traceback)."""
+    header, *episodes = [json.loads(x) for x in runs.oracle.read_text().splitlines()]
+    episodes[0]["task_id"] = f"airline/{LONG}"
+    log = tmp_path / "long-id.jsonl"
+    log.write_text("".join(json.dumps(x) + "\n" for x in [header, *episodes]))
+    env = {**os.environ, "TAU_BENCH_DATA": str(DATA_DIR), "LITELLM_LOCAL_MODEL_COST_MAP": "True"}
+    for args in (["view", str(log)], ["compare", "--allow-mismatch", str(runs.oracle), str(log)]):
+        proc = subprocess.run(
+            [str(Path(sys.executable).with_name("tau")), *args],
+            capture_output=True,
+            text=True,
+            env=env,
+            stdin=subprocess.DEVNULL,
+            timeout=300,
+            check=False,
+        )
+        assert proc.returncode == 0, proc.stderr
+        assert "Traceback" not in proc.stderr

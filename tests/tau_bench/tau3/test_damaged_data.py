@@ -4,10 +4,13 @@ never a traceback. Each case damages one file of a symlinked copy of the τ³ da
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 import sys
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -101,6 +104,50 @@ CASES: dict[str, tuple[str, str, object, str]] = {
         "user_db.toml does not hold a valid database (",
     ),
     "domain-dir-missing": ("mock", f"{DOMAINS}/mock", None, "mock/ is missing"),
+    # A task entry the split filter cannot even look at is damage, not left out.
+    "task-not-an-object": (
+        "airline",
+        f"{DOMAINS}/airline/tasks.json",
+        b'["garbage"]',
+        "tasks.json has an invalid task 0 (Input should be a valid dictionary",
+    ),
+    "task-id-not-a-string": (
+        "airline",
+        f"{DOMAINS}/airline/tasks.json",
+        b'[{"id": 1}]',
+        "tasks.json has an invalid task 0 (id: Input should be a valid string)",
+    ),
+    "task-id-twice": (
+        "airline",
+        f"{DOMAINS}/airline/tasks.json",
+        b'[{"id": "0"}, {"id": "0"}]',
+        "tasks.json has two tasks with the id '0'",
+    ),
+    "split-task-missing": (
+        "airline",
+        f"{DOMAINS}/airline/split_tasks.json",
+        b'{"base": ["0", "no-such-task", "another"]}',
+        "split_tasks.json lists task 'no-such-task' and 1 more in split 'base', "
+        "which tasks.json does not have",
+    ),
+    "user-tools-not-array": (
+        "mock",
+        "mock/user_tools.json",
+        b"5",
+        "user_tools.json is not a JSON array of tool schemas",
+    ),
+    "user-tools-entry-invalid": (
+        "telecom",
+        "telecom/user_tools.json",
+        b'[{"type": "function", "function": {"parameters": {}}}]',
+        "user_tools.json entry 0 is not a function schema with a name",
+    ),
+    "tools-entry-invalid": (
+        "retail",
+        "retail/tools.json",
+        b"[5]",
+        "tools.json entry 0 is not a function schema with a name",
+    ),
 }
 
 
@@ -161,6 +208,9 @@ MAIN_CASES = {
     "split-not-lists": ("list", "verify"),
     "tasks-a-directory": ("list",),
     "policy-not-utf8": ("verify",),
+    "task-not-an-object": ("list",),
+    "split-task-missing": ("list",),
+    "user-tools-not-array": (),
 }
 
 
@@ -190,3 +240,34 @@ def test_user_guidelines_that_are_not_text_are_a_data_dir_error(tmp_path: Path) 
     guidelines.write_bytes(b"\xff\xfe not text")
     with pytest.raises(DataDirError, match=r"simulation_guidelines\.md is not UTF-8 text"):
         tau3_user_system_prompt(tmp_path, "scenario")
+
+
+def _not_an_object(task: dict[str, Any]) -> Any:
+    return "garbage"
+
+
+def _id_not_a_string(task: dict[str, Any]) -> Any:
+    return {**task, "id": 1}
+
+
+@pytest.mark.parametrize(
+    ("damage", "problem"),
+    [
+        (_not_an_object, "has an invalid task 0 (Input should be a valid dictionary"),
+        (_id_not_a_string, "has an invalid task 0 (id: Input should be a valid string)"),
+    ],
+)
+def test_one_damaged_task_of_a_real_file_is_not_left_out(
+    tmp_path: Path, damage: Callable[[dict[str, Any]], Any], problem: str
+) -> None:
+    """mock's real tasks.json with its first task damaged: `tau tasks list` and `tau run`
+    stop with one line (they used to go on with the 9 others)."""
+    root = tmp_path / "tau3"
+    rel = f"{DOMAINS}/mock/tasks.json"
+    tasks = json.loads((require_data() / rel).read_text(encoding="utf-8"))
+    tasks[0] = damage(tasks[0])
+    mirror_except(require_data(), root, rel).write_text(json.dumps(tasks), encoding="utf-8")
+    path = root / rel
+    _one_line(_tau(root, "tasks", "list", "--env", "tau3/mock"), f"{path} {problem}")
+    run = _tau(root, "run", "--env", "tau3/mock", *RUN, "--log-dir", str(tmp_path / "l"))
+    _one_line(run, f"{path} {problem}")

@@ -1,0 +1,206 @@
+"""`tau data pull` against a hostile or broken upstream and destination: a body longer
+than the pinned file, a server too slow to finish, SIGTERM mid-download, a destination
+that cannot be made. Each is one `error:` line (or exit 143 for SIGTERM) and leaves no
+temporary files; the downloads go to a real local server (`local_upstream`)."""
+
+from __future__ import annotations
+
+import signal
+import socket
+import subprocess
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+
+import httpx
+import pytest
+
+from tau_bench.data import download as download_module
+from tau_bench.data.download import TIMEOUT, Progress, download
+from tau_bench.data.errors import ChecksumError, PullError
+from tau_bench.data.pinned import Source
+from tests.tau_bench.data.local_upstream import (
+    LocalUpstream,
+    local_upstream,
+    send_file,
+    send_unbounded,
+)
+
+TAU = str(Path(sys.executable).parent / "tau")
+DEADLINE = 900.0  # download.DEADLINE, as the messages say it
+SUITES = ["tau-bench", "tau3"]
+
+
+def _pull(upstream: LocalUpstream, dest: Path, suite: str) -> subprocess.Popen[str]:
+    return subprocess.Popen(
+        [TAU, "data", "pull", "--dest", str(dest), "--suite", suite],
+        env=upstream.env(),
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+
+
+def _one_error_line(stderr: str) -> str:
+    assert "Traceback" not in stderr, stderr
+    errors = [line for line in stderr.splitlines() if line.startswith("error: ")]
+    assert len(errors) == 1, stderr
+    return errors[0]
+
+
+@pytest.mark.parametrize("suite", SUITES)
+def test_a_body_longer_than_the_pinned_file_stops_the_pull_without_retries(
+    tmp_path: Path, suite: str
+) -> None:
+    """A server that sends more than the pinned size (here 8 MiB more; an endless one
+    the same) is cut off once it passes it, and not asked again."""
+
+    def too_much(server: LocalUpstream, path: str, conn: socket.socket) -> None:
+        send_unbounded(conn, 16 << 20, server.stop)
+
+    out = tmp_path / "out"
+    out.mkdir()
+    with local_upstream(tmp_path, too_much) as upstream:
+        proc = _pull(upstream, out / "data", suite)
+        _, stderr = proc.communicate(timeout=300)
+        requests = list(upstream.requests)
+    assert proc.returncode == 2, stderr
+    line = _one_error_line(stderr)
+    assert "sends more than" in line and "its pinned size" in line, line
+    assert "not retried" in line, line
+    assert len(requests) == 1, requests
+    assert list(out.iterdir()) == []
+
+
+@pytest.mark.parametrize("suite", SUITES)
+def test_sigterm_mid_download_removes_the_temporary_directory(tmp_path: Path, suite: str) -> None:
+    def hold(server: LocalUpstream, path: str, conn: socket.socket) -> None:
+        server.stop.wait()
+
+    out = tmp_path / "out"
+    out.mkdir()
+    with local_upstream(tmp_path, hold) as upstream:
+        proc = _pull(upstream, out / "data", suite)
+        try:
+            assert upstream.connected.wait(120), "the pull never reached the server"
+            # The staging directory exists from before the first download.
+            assert [p.name.startswith(".data.partial-") for p in out.iterdir()] == [True]
+            proc.send_signal(signal.SIGTERM)
+            _, stderr = proc.communicate(timeout=120)
+        finally:
+            if proc.poll() is None:
+                proc.kill()
+                proc.wait()
+    assert proc.returncode == 128 + signal.SIGTERM, stderr
+    assert "Traceback" not in stderr, stderr
+    assert list(out.iterdir()) == []
+
+
+@pytest.mark.parametrize("suite", SUITES)
+def test_a_destination_that_cannot_be_made_is_one_line(tmp_path: Path, suite: str) -> None:
+    def unexpected(server: LocalUpstream, path: str, conn: socket.socket) -> None:
+        send_file(conn, b"")
+
+    (tmp_path / "afile").write_text("not a directory")
+    cases = {
+        tmp_path / "afile" / "sub": f"{tmp_path / 'afile'} is not a directory",
+        tmp_path / "afile" / "sub" / "deeper": f"{tmp_path / 'afile'} is not a directory",
+        Path("/proc/tau-data-test"): "cannot create the data directory /proc/tau-data-test",
+    }
+    with local_upstream(tmp_path, unexpected) as upstream:
+        for dest, problem in cases.items():
+            proc = _pull(upstream, dest, suite)
+            _, stderr = proc.communicate(timeout=300)
+            assert proc.returncode == 2, stderr
+            line = _one_error_line(stderr)
+            assert problem in line, line
+        assert upstream.requests == []
+    assert sorted(p.name for p in tmp_path.iterdir() if not p.suffix) == ["afile"]
+
+
+# -- `download` itself, against the same server over plain HTTP --------------------------
+
+
+@pytest.fixture
+def client() -> Iterator[httpx.Client]:
+    with httpx.Client(timeout=TIMEOUT, trust_env=False) as http:
+        yield http
+
+
+def _download(client: httpx.Client, upstream: LocalUpstream, source: Source) -> bytes:
+    return download(client, f"{upstream.base}/{source.path}", source, Progress(False, 0, ""))
+
+
+def test_an_announced_length_beyond_the_pinned_size_is_refused_before_the_body(
+    tmp_path: Path, client: httpx.Client
+) -> None:
+    body = b"y" * 5000
+
+    def announce(server: LocalUpstream, path: str, conn: socket.socket) -> None:
+        send_file(conn, body)
+
+    with local_upstream(tmp_path, announce) as upstream:
+        # A ChecksumError (the file cannot have its pinned sha256), never retried.
+        with pytest.raises(ChecksumError, match=r"sends more than 4,000 bytes \(it announces"):
+            _download(client, upstream, Source("db.json", "0" * 64, 4000))
+        assert upstream.requests == ["db.json"]
+        assert _download(client, upstream, Source("db.json", "0" * 64, 5000)) == body
+
+
+def test_a_file_without_a_pinned_size_has_a_cap(
+    tmp_path: Path, client: httpx.Client, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(download_module, "UNPINNED_LIMIT", 100_000, raising=False)
+
+    def too_much(server: LocalUpstream, path: str, conn: socket.socket) -> None:
+        send_unbounded(conn, 1 << 20, server.stop)
+
+    with local_upstream(tmp_path, too_much) as upstream:
+        with pytest.raises(PullError, match=r"sends more than 100,000 bytes, the limit for a"):
+            _download(client, upstream, Source("tools/think.py"))
+        assert upstream.requests == ["tools/think.py"]
+
+
+class _Clock:
+    """Monotonic time that moves on `step` seconds at every look (as if the server took
+    that long between one look and the next)."""
+
+    def __init__(self, step: float) -> None:
+        self.now = 0.0
+        self.step = step
+
+    def __call__(self) -> float:
+        self.now += self.step
+        return self.now
+
+
+def test_a_download_slower_than_the_deadline_stops(
+    tmp_path: Path, client: httpx.Client, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Bytes arrive (no read timeout fires) but later than `DEADLINE` after the start:
+    the download stops, and is not tried again."""
+    monkeypatch.setattr(download_module, "_clock", _Clock(DEADLINE + 1), raising=False)
+
+    def trickle(server: LocalUpstream, path: str, conn: socket.socket) -> None:
+        send_file(conn, b"z" * 3000)
+
+    with local_upstream(tmp_path, trickle) as upstream:
+        with pytest.raises(PullError, match=r"did not arrive within 900 s after [0-9,]+ bytes"):
+            _download(client, upstream, Source("db.json", "0" * 64, 3000))
+        assert upstream.requests == ["db.json"]
+
+
+def test_the_deadline_covers_the_retries(
+    tmp_path: Path, client: httpx.Client, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(download_module, "_clock", _Clock(DEADLINE + 1), raising=False)
+
+    def unavailable(server: LocalUpstream, path: str, conn: socket.socket) -> None:
+        conn.sendall(b"HTTP/1.1 503 Service Unavailable\r\nContent-Length: 0\r\n\r\n")
+
+    with local_upstream(tmp_path, unavailable) as upstream:
+        with pytest.raises(
+            PullError, match=r"did not arrive within 900 s \(last attempt: HTTP 503"
+        ):
+            _download(client, upstream, Source("db.json", "0" * 64, 3000))
+        assert upstream.requests == ["db.json"]
