@@ -10,7 +10,9 @@ for results the loop marks `is_error`. An `end_session` output ends the episode
 (`handoff` when its metadata says `session_escalated`).
 
 The provider (`build(options)`) is shared by a run's episodes: clients, the tool-name map
-from ListTools, the retry policy.
+from ListTools, the retry policy, and the secrets to mask (`secrets`: the access tokens
+the channels sent, the values of secret-looking session variables), which the adapter
+masks in its turns and errors and the runner in every record.
 """
 
 from __future__ import annotations
@@ -25,7 +27,7 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from adapters.ces.clients import Clients, make_clients
+from adapters.ces.clients import Clients, TokenLog, make_clients
 from adapters.ces.options import Options, merged
 from adapters.ces.outputs import Parsed, RawCall
 from adapters.ces.retry import RetryPolicy, Sleep, call_with_retries
@@ -42,11 +44,18 @@ from tau_adapters.protocol import (
     ToolResults,
     UserTurn,
 )
+from tau_adapters.redaction import (
+    is_secret_key,
+    mask_encoded,
+    mask_values,
+    redact_secrets,
+)
 from tau_adapters.registry import AgentProvider
 from tau_adapters.schema_values import parameters_by_name, restore_ints
 
 NOT_EXECUTED = "Error: tool call not executed (the evaluation harness limits tool calls per turn)"
 PAGE_SIZE = 100
+MAX_VARIABLE_SECRETS = 1024
 _SESSION_ID = re.compile(r"^[A-Za-z0-9_-]{1,36}$")
 
 
@@ -90,6 +99,30 @@ class CesProvider:
         self._clients: Clients | None = None
         self._lock: asyncio.Lock | None = None
         self._tool_names: dict[str, str] | None = None
+        self.tokens = TokenLog()
+        self._variable_secrets: list[str] = []
+
+    @property
+    def secrets(self) -> list[str]:
+        """The access tokens sent so far and the values of secret-looking session
+        variables: masked (`***`) wherever they reappear (an agent echoing them). Read
+        afresh for every record, so tokens refreshed during the run are masked too."""
+        return [*self.tokens.tokens, *self._variable_secrets]
+
+    def learn_secret(self, value: str) -> None:
+        """Mask `value` too (a secret session variable's value; per-episode values keep
+        the last MAX_VARIABLE_SECRETS, enough for every episode in flight)."""
+        if value and value not in self._variable_secrets:
+            self._variable_secrets = [*self._variable_secrets, value][-MAX_VARIABLE_SECRETS:]
+
+    def mask(self, value: Any) -> Any:
+        """`value` (JSON-like) with every known secret masked."""
+        return mask_values(value, self.secrets)
+
+    def masked_error(self, exc: AdapterError) -> AdapterError:
+        """`exc` with known secrets masked in its message (also JSON- or URL-encoded)."""
+        exc.args = (mask_encoded(str(exc), self.secrets),)
+        return exc
 
     def new_adapter(self) -> CesAdapter:
         return CesAdapter(self)
@@ -104,7 +137,7 @@ class CesProvider:
     async def clients(self) -> Clients:
         async with self._bind_loop():
             if self._clients is None:
-                self._clients = await make_clients(self.options)
+                self._clients = await make_clients(self.options, self.tokens)
             return self._clients
 
     async def preflight(self) -> None:
@@ -125,12 +158,15 @@ class CesProvider:
                     f"ces: app {self.options.app_name} not found "
                     "(check --app-id, --project-id and --location)"
                 ) from None
-            raise
+            raise self.masked_error(exc) from None
 
     async def tool_names(self) -> dict[str, str]:
         """Tool resource name -> client function name (all pages), once per run."""
         if self._tool_names is None:
-            names = await self._list_tools()
+            try:
+                names = await self._list_tools()
+            except AdapterError as exc:
+                raise self.masked_error(exc) from None
             async with self._bind_loop():
                 if self._tool_names is None:
                     self._tool_names = names
@@ -142,7 +178,7 @@ class CesProvider:
         clients = await self.clients()
         names: dict[str, str] = {}
         token = ""
-        while True:
+        for _ in range(self.options.max_pages):
             request = ces_v1.ListToolsRequest(
                 parent=self.options.app_name, page_size=PAGE_SIZE, page_token=token
             )
@@ -157,7 +193,9 @@ class CesProvider:
             except AdapterError as exc:
                 if "PERMISSION_DENIED" in str(exc):
                     # Session-only credentials: fall back to the calls' display names.
-                    self.warnings.append(f"{exc}; tool calls are named by their display name")
+                    self.warnings.append(
+                        f"{self.masked_error(exc)}; tool calls are named by their display name"
+                    )
                     return {}
                 raise
             for tool in pager.tools:
@@ -166,6 +204,10 @@ class CesProvider:
             token = pager.next_page_token
             if not token:
                 return names
+        raise AdapterProtocolError(
+            f"ces: ListTools: still more pages after {self.options.max_pages} "
+            "(max_pages; the server keeps returning a next_page_token)"
+        )
 
     async def aclose(self) -> None:
         clients, self._clients = self._clients, None
@@ -209,8 +251,15 @@ class CesAdapter:
             config.entry_agent = self.options.entry_agent
         if self.options.time_zone:
             config.time_zone = self.options.time_zone
-        transport = BidiTransport if self.options.streaming else UnaryTransport
-        self._transport = transport(self.provider, config)
+        if self.options.streaming:
+            self._transport = BidiTransport(
+                self.provider,
+                config,
+                max_messages=self.options.max_turn_messages,
+                max_bytes=self.options.max_turn_bytes,
+            )
+        else:
+            self._transport = UnaryTransport(self.provider, config)
         self._variables = self._render_variables(session)
         self._pending, self._first, self._seq, self._state = {}, True, 0, "open"
 
@@ -233,7 +282,10 @@ class CesAdapter:
                 out["user_id"] = session.user_id
         for entry in self.options.variables:
             key, _, template = entry.partition("=")
-            out[key.strip()] = string.Formatter().vformat(template, (), values)
+            value = string.Formatter().vformat(template, (), values)
+            out[key.strip()] = value
+            if is_secret_key(key.strip()):
+                self.provider.learn_secret(value)
         return out
 
     async def send(self, turn: AgentInput) -> AgentTurn:
@@ -268,7 +320,10 @@ class CesAdapter:
         else:
             raise AdapterProtocolError(f"ces: cannot send {type(turn).__name__}")
         started = time.perf_counter()
-        exchanged = await self._transport.run(inputs)
+        try:
+            exchanged = await self._transport.run(inputs)
+        except AdapterError as exc:
+            raise self.provider.masked_error(exc) from None
         latency = time.perf_counter() - started
         self._first = False
         agent_turn = self._turn(exchanged, latency)
@@ -281,7 +336,8 @@ class CesAdapter:
     def _turn(self, exchanged: Exchanged, latency: float) -> AgentTurn:
         parsed: Parsed = exchanged.parsed
         log = exchanged.log
-        turn = AgentTurn(messages=list(parsed.texts))
+        mask = self.provider.mask
+        turn = AgentTurn(messages=mask(list(parsed.texts)))
         for raw in parsed.calls:
             self._seq += 1
             call_id = f"ces_{self._seq}"
@@ -291,8 +347,10 @@ class CesAdapter:
                 ToolCall(
                     id=call_id,
                     name=name,
-                    arguments=restore_ints(raw.args, self._schemas.get(name)),
-                    raw={"id": raw.ces_id, "tool": raw.tool, "display_name": raw.display_name},
+                    arguments=mask(restore_ints(raw.args, self._schemas.get(name))),
+                    raw=mask(
+                        {"id": raw.ces_id, "tool": raw.tool, "display_name": raw.display_name}
+                    ),
                 )
             )
         turn.end_conversation = parsed.end_session
@@ -303,8 +361,8 @@ class CesAdapter:
                 + (f" (only {', '.join(parsed.other)})" if parsed.other else "")
             )
         record: dict[str, Any] = {
-            "request": exchanged.request,
-            "response": exchanged.response,
+            "request": mask(redact_variables(exchanged.request)),
+            "response": mask(exchanged.response),
             "latency": latency,
             "attempts": log.attempts,
         }
@@ -321,7 +379,7 @@ class CesAdapter:
             extra["payloads"] = parsed.payloads
         if parsed.other:
             extra["other_outputs"] = parsed.other
-        turn.extra = extra
+        turn.extra = mask(extra)
         return turn
 
     def _function_name(self, call: RawCall) -> str:
@@ -349,6 +407,21 @@ class CesAdapter:
             self._state = "closed"
         if transport is not None:
             await transport.close()
+
+
+def redact_variables(value: Any) -> Any:
+    """A recorded request with the session variables of secret-looking names fingerprinted,
+    as the run's header shows them (`tau_adapters.redaction.redact_secrets`)."""
+    if isinstance(value, Mapping):
+        return {
+            k: redact_secrets(v)
+            if k == "variables" and isinstance(v, Mapping)
+            else redact_variables(v)
+            for k, v in value.items()
+        }
+    if isinstance(value, list | tuple):
+        return [redact_variables(v) for v in value]
+    return value
 
 
 def _tool_response(call: RawCall, content: str, is_error: bool) -> Any:

@@ -8,18 +8,82 @@ key material ourselves, and errors name only the file and the exception type.
 
 aio channels belong to the event loop running when they are made: call `make_clients`
 inside that loop.
+
+Bounds: a credentials file larger than `MAX_CREDENTIALS_BYTES` is refused unread; every
+channel accepts messages up to `max_response_bytes` (the client library's own channels
+accept any size). The real-service channel is built here (TLS + google.auth's metadata
+plugin, as the library does) so that the access tokens it sends are known: they are
+recorded in a `TokenLog`, and the provider masks them wherever they reappear.
 """
 
 from __future__ import annotations
 
 import asyncio
-from dataclasses import dataclass
+import json
+import threading
+from collections.abc import Callable
+from dataclasses import dataclass, field
 from typing import Any
 
 from adapters.ces.options import Options
 from tau_adapters.protocol import AdapterAuthError, AdapterConfigError
 
 SCOPES = ("https://www.googleapis.com/auth/cloud-platform",)
+MAX_CREDENTIALS_BYTES = 1 << 20
+MAX_TOKENS = 64
+
+
+class TokenLog:
+    """The access tokens the channels sent (the most recent `MAX_TOKENS`): secrets to mask.
+    Written from gRPC's metadata-plugin threads, read by the provider."""
+
+    def __init__(self) -> None:
+        self._tokens: list[str] = []
+        self._lock = threading.Lock()
+
+    def add(self, authorization: str) -> None:
+        """Learn the token of an `authorization` header value (`Bearer <token>`)."""
+        scheme, _, token = authorization.strip().partition(" ")
+        token = token.strip() if token else scheme
+        if not token:
+            return
+        with self._lock:
+            if token in self._tokens:
+                return
+            self._tokens = [*self._tokens, token][-MAX_TOKENS:]
+
+    @property
+    def tokens(self) -> list[str]:
+        with self._lock:
+            return list(self._tokens)
+
+
+def _read_credentials_file(path: str) -> dict[str, Any]:
+    """The file's JSON object, read with a size bound; AdapterConfigError otherwise."""
+    try:
+        with open(path, "rb") as handle:
+            data = handle.read(MAX_CREDENTIALS_BYTES + 1)
+    except OSError as exc:
+        raise AdapterConfigError(
+            f"ces: cannot read the credentials file {path} ({type(exc).__name__})"
+        ) from None
+    if len(data) > MAX_CREDENTIALS_BYTES:
+        raise AdapterConfigError(
+            f"ces: {path} is not a usable Google credentials file "
+            f"(larger than {MAX_CREDENTIALS_BYTES >> 20} MiB)"
+        )
+    try:
+        info = json.loads(data)
+    except (ValueError, RecursionError):
+        raise AdapterConfigError(
+            f"ces: {path} is not a usable Google credentials file (not JSON)"
+        ) from None
+    if not isinstance(info, dict):
+        raise AdapterConfigError(
+            f"ces: {path} is not a usable Google credentials file "
+            f"(a JSON {type(info).__name__}, expected an object)"
+        )
+    return info
 
 
 def load_credentials(options: Options) -> Any:
@@ -31,11 +95,12 @@ def load_credentials(options: Options) -> Any:
     import google.auth.credentials
     from google.auth import exceptions as auth_exceptions
 
+    info = _read_credentials_file(options.credentials_file)
     try:
         # Scopes are added afterwards: with scopes, google.auth looks the project of an
         # external account up over the network while loading; without, it does not.
-        credentials, _ = google.auth.load_credentials_from_file(
-            options.credentials_file, quota_project_id=options.quota_project_id
+        credentials, _ = google.auth.load_credentials_from_dict(
+            info, quota_project_id=options.quota_project_id
         )
         credentials = google.auth.credentials.with_scopes_if_required(credentials, list(SCOPES))
     except (auth_exceptions.TransportError, auth_exceptions.RefreshError) as exc:
@@ -43,7 +108,17 @@ def load_credentials(options: Options) -> Any:
         raise AdapterAuthError(
             f"ces: could not obtain a token with {options.credentials_file} ({type(exc).__name__})"
         ) from None
-    except (auth_exceptions.GoogleAuthError, ValueError, KeyError, OSError) as exc:
+    except (
+        auth_exceptions.GoogleAuthError,
+        ValueError,
+        KeyError,
+        OSError,
+        AttributeError,
+        TypeError,
+        RecursionError,
+    ) as exc:
+        # A file of the wrong shape (`credential_source` a string...) trips google.auth
+        # on attribute or type errors.
         # google.auth's messages may quote the file; keep only the type.
         raise AdapterConfigError(
             f"ces: {options.credentials_file} is not a usable Google credentials file "
@@ -77,6 +152,7 @@ class Clients:
     sessions: Any
     agents: Any
     loop: asyncio.AbstractEventLoop
+    tokens: TokenLog = field(default_factory=TokenLog)
 
     async def close(self) -> None:
         for client in (self.sessions, self.agents):
@@ -86,7 +162,48 @@ class Clients:
                 pass
 
 
-def _client(kind: str, options: Options, credentials: Any) -> Any:
+def channel_options(options: Options) -> list[tuple[str, int]]:
+    return [("grpc.max_receive_message_length", options.max_response_bytes)]
+
+
+def ssl_credentials() -> Any:
+    """The TLS credentials of the real-service channel (the system's roots)."""
+    import grpc
+
+    return grpc.ssl_channel_credentials()
+
+
+def _authorized_channel(
+    options: Options, tokens: TokenLog, default_host: str
+) -> Callable[..., Any]:
+    """A channel factory for a GAPIC transport: TLS plus google.auth's metadata plugin
+    (what the library builds), recording each token sent, with our message-size bound."""
+
+    def make(host: str, *, credentials: Any, **_: Any) -> Any:
+        import grpc
+        from google.auth.transport import grpc as auth_grpc
+        from google.auth.transport import requests as auth_requests
+
+        class RecordingPlugin(auth_grpc.AuthMetadataPlugin):  # type: ignore[misc]
+            def __call__(self, context: Any, callback: Any) -> None:
+                def recorded(metadata: Any, error: Any) -> None:
+                    for key, value in metadata or ():
+                        if str(key).lower() == "authorization":
+                            tokens.add(str(value))
+                    callback(metadata, error)
+
+                super().__call__(context, recorded)
+
+        plugin = RecordingPlugin(credentials, auth_requests.Request(), default_host=default_host)
+        channel_credentials = grpc.composite_channel_credentials(
+            ssl_credentials(), grpc.metadata_call_credentials(plugin)
+        )
+        return grpc.aio.secure_channel(host, channel_credentials, options=channel_options(options))
+
+    return make
+
+
+def _client(kind: str, options: Options, credentials: Any, tokens: TokenLog) -> Any:
     from google.cloud import ces_v1
 
     if kind == "sessions":
@@ -106,26 +223,32 @@ def _client(kind: str, options: Options, credentials: Any) -> Any:
     if options.emulator:
         import grpc
 
-        channel = grpc.aio.insecure_channel(options.emulator)
+        channel = grpc.aio.insecure_channel(options.emulator, options=channel_options(options))
         return client_cls(transport=transport_cls(channel=channel))
-    from google.api_core.client_options import ClientOptions
+    # Credentials carry the quota project already (they were loaded with it). Service
+    # accounts sign their own JWTs, as the client library has them do by default.
+    transport = transport_cls(
+        host=options.endpoint,
+        credentials=credentials,
+        channel=_authorized_channel(options, tokens, transport_cls.DEFAULT_HOST),
+        always_use_jwt_access=True,
+    )
+    return client_cls(transport=transport)
 
-    client_options = ClientOptions(api_endpoint=options.endpoint)
-    if options.quota_project_id:
-        client_options.quota_project_id = options.quota_project_id
-    return client_cls(credentials=credentials, client_options=client_options)
 
-
-async def make_clients(options: Options) -> Clients:
-    """Both clients, in the running loop; credentials resolved once."""
+async def make_clients(options: Options, tokens: TokenLog | None = None) -> Clients:
+    """Both clients, in the running loop; credentials resolved once. The access tokens
+    the channels send are recorded in `tokens`."""
     loop = asyncio.get_running_loop()
     credentials = None
     if not options.emulator:
         credentials = await asyncio.to_thread(load_credentials, options)
         if credentials is None:
             credentials = await asyncio.to_thread(default_credentials, options)
+    tokens = tokens if tokens is not None else TokenLog()
     return Clients(
-        sessions=_client("sessions", options, credentials),
-        agents=_client("agents", options, credentials),
+        sessions=_client("sessions", options, credentials, tokens),
+        agents=_client("agents", options, credentials, tokens),
         loop=loop,
+        tokens=tokens,
     )

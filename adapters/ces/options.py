@@ -22,6 +22,28 @@ GLOBAL_ENDPOINT = "ces.googleapis.com"
 
 _APP_NAME = re.compile(r"^projects/([^/]+)/locations/([^/]+)/apps/([^/]+)$")
 _ID = re.compile(r"^[A-Za-z0-9_.:-]+$")
+_HOST = re.compile(r"^(?:\[[0-9A-Fa-f:.]+\]|[A-Za-z0-9_.-]+)$")
+MIB = 1 << 20
+
+
+def check_host_port(value: str, *, what: str = "host:port", allow_zero: bool = False) -> str:
+    """`value` when it is `host:port` with a plain host and a port in 1-65535 (0-65535 when
+    `allow_zero`: a server's "any free port"); ValueError (one line) otherwise. grpc would
+    silently wrap an out-of-range port onto another one."""
+    host, sep, port = value.strip().rpartition(":")
+    if not sep or not host or not _HOST.fullmatch(host):
+        raise ValueError(f"expected {what} as HOST:PORT, got {value!r}")
+    check_port(port, allow_zero=allow_zero)
+    return f"{host}:{int(port)}"
+
+
+def check_port(port: str | int, *, allow_zero: bool = False) -> int:
+    """The port number, or ValueError (one line) when it is not in 1-65535 (0-65535)."""
+    text = str(port).strip()
+    low = 0 if allow_zero else 1
+    if not text.isdigit() or not low <= int(text) <= 65535:
+        raise ValueError(f"bad port {str(port)!r}: expected a number in {low}-65535")
+    return int(text)
 
 
 def endpoint_for(location: str) -> str:
@@ -80,6 +102,28 @@ class Options(BaseModel):
     ambiguous_retries: int = Field(
         1, ge=0, le=1, description="Retries of DEADLINE_EXCEEDED/INTERNAL (0 or 1)."
     )
+    max_response_bytes: int = Field(
+        8 * MIB,
+        ge=4096,
+        le=256 * MIB,
+        description="Largest gRPC message accepted from the service (bytes); a larger one "
+        "fails the call for good (protocol error).",
+    )
+    max_turn_messages: int = Field(
+        10_000,
+        ge=1,
+        description="With streaming: most server messages read for one turn before "
+        "giving up (protocol error).",
+    )
+    max_turn_bytes: int = Field(
+        16 * MIB,
+        ge=4096,
+        description="With streaming: most bytes of server messages read for one turn "
+        "before giving up (protocol error).",
+    )
+    max_pages: int = Field(
+        100, ge=1, description="Most pages read from one List call (ListTools...)."
+    )
 
     @field_validator("variables", mode="before")
     @classmethod
@@ -101,6 +145,13 @@ class Options(BaseModel):
             raise ValueError(f"credentials file not found: {value}")
         return str(path)
 
+    @field_validator("emulator")
+    @classmethod
+    def _check_emulator(cls, value: str | None) -> str | None:
+        if not value or not value.strip():
+            return None
+        return check_host_port(value, what="the emulator address")
+
     @model_validator(mode="before")
     @classmethod
     def _emulator_from_env(cls, data: Any) -> Any:
@@ -115,6 +166,9 @@ class Options(BaseModel):
         project = self.project_id
         if match:
             p, loc, a = match.groups()
+            for label, part in (("project", p), ("location", loc), ("app", a)):
+                if not _ID.fullmatch(part):
+                    raise ValueError(f"app_id: bad {label} id {part!r} in the app name")
             if project and project != p:
                 raise ValueError(f"project_id: {project!r} does not match the app name's {p!r}")
             if "location" in self.model_fields_set and self.location != loc:
@@ -124,7 +178,7 @@ class Options(BaseModel):
             object.__setattr__(self, "project_id", p)
             object.__setattr__(self, "location", loc)
             object.__setattr__(self, "app_id", a)
-        elif "/" in app or not _ID.match(app):
+        elif "/" in app or not _ID.fullmatch(app):
             raise ValueError(
                 f"app_id: bad app id {app!r}: expected an id or projects/P/locations/L/apps/A"
             )
@@ -133,7 +187,7 @@ class Options(BaseModel):
                 "project_id: missing (pass --project-id, or a full app name as --app-id)"
             )
         for label, value in (("project_id", self.project_id), ("location", self.location)):
-            if not value or not _ID.match(value):
+            if not value or not _ID.fullmatch(value):
                 raise ValueError(f"{label}: bad value {value!r}")
         object.__setattr__(self, "deployment", self._child("deployment", self.deployment))
         object.__setattr__(self, "entry_agent", self._child("entry_agent", self.entry_agent))
@@ -147,8 +201,10 @@ class Options(BaseModel):
         if value.startswith("projects/"):
             if not value.startswith(prefix) or "/" in value[len(prefix) :]:
                 raise ValueError(f"{key}: {value!r} is not one of the {kind} of {self.app_name}")
+            if not _ID.fullmatch(value[len(prefix) :]):
+                raise ValueError(f"{key}: bad id {value[len(prefix) :]!r}")
             return value
-        if not _ID.match(value):
+        if not _ID.fullmatch(value):
             raise ValueError(f"{key}: bad id {value!r}")
         return prefix + value
 

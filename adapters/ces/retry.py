@@ -9,7 +9,10 @@ duplicate a user turn or a tool response. So:
 * DEADLINE_EXCEEDED, INTERNAL and UNKNOWN (may have run) are retried at most
   `ambiguous_retries` times (0 or 1), and each such retry is recorded;
 * UNAUTHENTICATED / PERMISSION_DENIED become `AdapterAuthError`, everything else an
-  `AdapterError` with the server's message, not retried.
+  `AdapterError` with the server's message, not retried;
+* an answer larger than the channel accepts (gRPC reports it as RESOURCE_EXHAUSTED
+  "Received message larger than max") is final: `AdapterProtocolError`, not retried (the
+  same answer would come again).
 
 Every call has a total deadline (all attempts and waits); each attempt gets
 min(timeout, what is left). The client library's own retry is disabled by the callers
@@ -29,7 +32,7 @@ import grpc
 from google.api_core import exceptions as gexc
 from tenacity import AsyncRetrying, RetryCallState
 
-from tau_adapters.protocol import AdapterAuthError, AdapterError
+from tau_adapters.protocol import AdapterAuthError, AdapterError, AdapterProtocolError
 
 T = TypeVar("T")
 Sleep = Callable[[float], Awaitable[Any]]
@@ -80,6 +83,13 @@ def status_code(exc: BaseException) -> grpc.StatusCode | None:
     return None
 
 
+def too_large(exc: BaseException) -> bool:
+    """Whether the call failed because an answer exceeded the channel's size bound."""
+    return status_code(
+        exc
+    ) == grpc.StatusCode.RESOURCE_EXHAUSTED and "larger than max" in server_message(exc)
+
+
 def server_message(exc: BaseException) -> str:
     if isinstance(exc, gexc.GoogleAPICallError):
         return str(exc.message or exc)
@@ -123,6 +133,11 @@ def to_adapter_error(exc: BaseException, what: str, note: str = "") -> AdapterEr
     code = status_code(exc)
     name = code.name if code is not None else type(exc).__name__
     message = f"ces {what}: {name}: {server_message(exc)}{note}"
+    if too_large(exc):
+        return AdapterProtocolError(
+            f"ces {what}: the answer is larger than the client accepts "
+            f"(max_response_bytes): {server_message(exc)}"
+        )
     if code in AUTH:
         return AdapterAuthError(message)
     return AdapterError(message, retryable=code in REFUSED or code in AMBIGUOUS)
@@ -150,6 +165,8 @@ async def call_with_retries(
     def retryable(state: RetryCallState) -> bool:
         exc = state.outcome.exception() if state.outcome else None
         code = status_code(exc) if exc is not None else None
+        if exc is not None and too_large(exc):
+            return False
         if code in REFUSED:
             return state.attempt_number < policy.max_attempts
         if code in AMBIGUOUS:

@@ -4,14 +4,21 @@
 as `250.0`, and τ-bench's database hash tells the two apart. `to_python` hands the decoded
 value to the SDK's `tau_adapters.schema_values.restore_ints`, which restores the ints
 guided by the tool's JSON schema (the rule is documented there, shared by every adapter).
+
+A Struct may carry numbers JSON has no spelling for (NaN, ±Infinity), which protobuf's
+JSON conversion refuses: they become the strings `"NaN"`, `"Infinity"` and
+`"-Infinity"` (proto3 JSON's spelling of such doubles), so an odd payload is kept and
+never breaks the episode.
 """
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping
 from typing import Any
 
 from google.protobuf import json_format, struct_pb2
+from google.protobuf.message import Message
 
 from tau_adapters.schema_values import restore_ints
 
@@ -21,7 +28,7 @@ Schema = Mapping[str, Any] | None
 def to_python(struct: Any, schema: Schema = None) -> Any:
     """A Struct (protobuf or proto-plus map) as plain JSON values, ints restored."""
     if isinstance(struct, struct_pb2.Struct):
-        plain: Any = json_format.MessageToDict(struct)
+        plain: Any = _to_dict(struct)
     elif isinstance(struct, Mapping):
         plain = _plain(struct)
     else:
@@ -55,7 +62,47 @@ def _jsonable(value: Any) -> Any:
 
 
 def message_dict(message: Any) -> dict[str, Any]:
-    """A proto-plus or protobuf message as a JSON-ready dict (proto field names)."""
+    """A proto-plus or protobuf message as a JSON-ready dict (proto field names);
+    non-finite numbers in Struct values become strings (module doc)."""
     pb = type(message).pb(message) if hasattr(type(message), "pb") else message
-    out: dict[str, Any] = json_format.MessageToDict(pb, preserving_proto_field_name=True)
-    return out
+    return _to_dict(pb, preserving_proto_field_name=True)
+
+
+def _to_dict(pb: Message, **kwargs: Any) -> Any:
+    try:
+        return json_format.MessageToDict(pb, **kwargs)
+    except (ValueError, json_format.Error):
+        # NaN or Infinity in a Value: convert a copy where they are strings.
+        copy = type(pb)()
+        copy.CopyFrom(pb)
+        _finite(copy)
+        return json_format.MessageToDict(copy, **kwargs)
+
+
+def _nonfinite_text(number: float) -> str:
+    if math.isnan(number):
+        return "NaN"
+    return "Infinity" if number > 0 else "-Infinity"
+
+
+def _finite(message: Message) -> None:
+    """Replace, in place, every non-finite `Value.number_value` by its string spelling."""
+    is_value = message.DESCRIPTOR.full_name == "google.protobuf.Value"
+    if is_value and message.WhichOneof("kind") == "number_value":
+        number = message.number_value  # type: ignore[attr-defined]
+        if not math.isfinite(number):
+            message.string_value = _nonfinite_text(number)  # type: ignore[attr-defined]
+        return
+    for descriptor, value in message.ListFields():
+        if descriptor.message_type is None:
+            continue
+        if descriptor.is_repeated:
+            if descriptor.message_type.GetOptions().map_entry:
+                if descriptor.message_type.fields_by_name["value"].message_type is not None:
+                    for item in value.values():
+                        _finite(item)
+            else:
+                for item in value:
+                    _finite(item)
+        else:
+            _finite(value)

@@ -1,7 +1,9 @@
 """How one batch of session inputs reaches the agent: RunSession, or a BidiRunSession stream.
 
 Both return the agent's outputs for the turn plus the raw request/response dicts kept in
-the trajectory. Both run under `call_with_retries` (one deadline per call). The stream
+the trajectory. A stream's turn is bounded: at most `max_turn_messages` server messages
+and `max_turn_bytes` bytes are read before the turn completes, else
+`AdapterProtocolError` (a server that streams outputs and never says `turn_completed`). Both run under `call_with_retries` (one deadline per call). The stream
 is opened lazily and kept for the episode; any failure drops it, so a retry (or the
 next turn) reconnects with the same session name, which resumes the server-side session.
 """
@@ -77,9 +79,18 @@ async def _write(call: Any, message: Any) -> None:
 class BidiTransport:
     """One BidiRunSession stream per episode: config first, then inputs per turn."""
 
-    def __init__(self, source: ClientSource, config: Any) -> None:
+    def __init__(
+        self,
+        source: ClientSource,
+        config: Any,
+        *,
+        max_messages: int = 10_000,
+        max_bytes: int = 16 << 20,
+    ) -> None:
         self.source = source
         self.config = config
+        self.max_messages = max_messages
+        self.max_bytes = max_bytes
         self._call: Any = None
         self.opens = 0  # streams opened so far (1 + reconnects)
 
@@ -120,11 +131,19 @@ class BidiTransport:
                 for message in messages:
                     await _write(call, message)
                 parsed = Parsed()
+                size = 0
                 while not (parsed.turn_completed or parsed.ended):
                     message = await call.read()
                     if message is grpc.aio.EOF:
                         raise AdapterProtocolError(
                             "ces: the session stream closed before the turn completed"
+                        )
+                    size += type(message).pb(message).ByteSize()
+                    if len(received) >= self.max_messages or size > self.max_bytes:
+                        raise AdapterProtocolError(
+                            f"ces: the turn did not complete within {self.max_messages} "
+                            f"messages / {self.max_bytes} bytes of the session stream "
+                            "(max_turn_messages / max_turn_bytes)"
                         )
                     received.append(message)
                     absorb_server_message(parsed, message)

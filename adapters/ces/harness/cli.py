@@ -42,6 +42,24 @@ EmulatorOpt = typer.Option(
 )
 
 
+def _shown(value: Any) -> Any:
+    """A JSON-like value whose strings (keys too) are safe for a terminal: control
+    characters from the service (ESC, C1, bidi overrides) become visible escapes."""
+    from tau_adapters.jsonsafe import printable
+
+    if isinstance(value, str):
+        return printable(value)
+    if isinstance(value, dict):
+        return {_shown(k) if isinstance(k, str) else k: _shown(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [_shown(v) for v in value]
+    return value
+
+
+def _print_json(value: Any) -> None:
+    print(json.dumps(_shown(value), indent=2, ensure_ascii=False))
+
+
 def _options(**values: Any) -> Any:
     from adapters.ces.adapter import load_options
     from tau_adapters.protocol import AdapterError
@@ -72,6 +90,12 @@ def emulate(
 ) -> None:
     """Serve the CES API on HOST:PORT, answered by a local agent (the brain)."""
     from adapters.ces.harness.emulator import Emulator, FaultSpecError
+    from adapters.ces.options import check_port
+
+    try:
+        check_port(port, allow_zero=True)
+    except ValueError as exc:
+        raise UserError(f"--port: {exc}") from None
     from tau_adapters.protocol import AdapterError
     from tau_adapters.registry import UnknownAdapterError
 
@@ -139,9 +163,10 @@ def provision(
     data_dir: Path | None = typer.Option(None, "--data-dir", help="τ-bench data directory."),
 ) -> None:
     """Create or update one client-function tool per domain tool and an agent (idempotent)."""
-    from adapters.ces.clients import make_clients
+    from adapters.ces.clients import TokenLog, make_clients
     from adapters.ces.harness.provision import Provisioner
     from tau_adapters.protocol import AdapterError
+    from tau_adapters.redaction import mask_encoded
     from tau_bench.suites import load_domain
 
     domain = load_domain(env, data_dir)
@@ -154,8 +179,10 @@ def provision(
         emulator=emulator,
     )
 
+    tokens = TokenLog()
+
     async def run() -> Any:
-        clients = await make_clients(options)
+        clients = await make_clients(options, tokens)
         try:
             provisioner = Provisioner(clients, options, log=lambda m: print(m, file=sys.stderr))
             return await provisioner.run(
@@ -167,9 +194,9 @@ def provision(
     try:
         report = asyncio.run(run())
     except AdapterError as exc:
-        raise UserError(str(exc)) from None
+        raise UserError(mask_encoded(str(exc), tokens.tokens)) from None
     if dry_run:
-        print(json.dumps(report.to_dict(), indent=2, ensure_ascii=False))
+        _print_json(report.to_dict())
     verb = "would change" if dry_run else "changed"
     print(
         f"{options.app_name}: {verb} {len(report.steps)}, unchanged {len(report.unchanged)}",
@@ -239,5 +266,5 @@ def check(
     try:
         result = asyncio.run(run())
     except AdapterError as exc:
-        raise UserError(str(exc)) from None
-    print(json.dumps(result, indent=2, ensure_ascii=False))
+        raise UserError(str(provider.masked_error(exc))) from None
+    _print_json(provider.mask(result))

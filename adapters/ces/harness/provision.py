@@ -7,10 +7,15 @@ tool per domain tool (name, description, parameter schema), matched by function 
 one agent (matched by display name) whose instruction is the domain policy and which
 uses every tool; it becomes the app's root agent. With `dry_run` nothing is written: the
 plan (the requests that would be sent) is returned.
+
+Every wait is bounded: List calls read at most `max_pages` pages, the CreateApp operation
+is awaited at most `deadline` seconds; a failed operation is an `AdapterError` with the
+service's message.
 """
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -18,7 +23,7 @@ from typing import Any
 from adapters.ces.clients import Clients
 from adapters.ces.harness.toolspec import tool_message
 from adapters.ces.options import Options
-from adapters.ces.retry import RetryPolicy, call_with_retries
+from adapters.ces.retry import RetryPolicy, call_with_retries, to_adapter_error
 from adapters.ces.structs import message_dict
 from tau_adapters.protocol import AdapterError
 
@@ -56,6 +61,16 @@ class Report:
         }
 
 
+def _status_name(operation: Any) -> str:
+    import grpc
+
+    try:
+        number = int(operation.operation.error.code)
+    except (AttributeError, TypeError, ValueError):
+        return "error"
+    return next((c.name for c in grpc.StatusCode if c.value[0] == number), f"code {number}")
+
+
 def agent_description(env: str) -> str:
     return f"The {env} customer service agent of the τ-bench benchmark (tools run client-side)."
 
@@ -90,13 +105,43 @@ class Provisioner:
     async def _list(self, what: str, method: Callable[..., Any], request_cls: Any) -> list[Any]:
         items: list[Any] = []
         token = ""
-        while True:
+        for _ in range(self.options.max_pages):
             request = request_cls(parent=self.options.app_name, page_token=token)
             page = await self._rpc(what, method, request)
             items.extend(page.tools if what == "ListTools" else page.agents)
             token = page.next_page_token
             if not token:
                 return items
+        raise AdapterError(
+            f"ces {what}: still more pages after {self.options.max_pages} "
+            "(max_pages; the server keeps returning a next_page_token)"
+        )
+
+    async def _finish(self, what: str, operation: Any) -> Any:
+        """The result of a long-running operation, within `deadline`; AdapterError if it
+        failed or did not finish."""
+        from google.api_core import exceptions as gexc
+
+        deadline = self.options.deadline
+        try:
+            async with asyncio.timeout(deadline + 1.0):
+                return await operation.result(timeout=deadline)
+        except TimeoutError:
+            raise AdapterError(
+                f"ces {what}: the operation did not finish within {deadline:g} s (deadline)",
+                retryable=True,
+            ) from None
+        except gexc.RetryError as exc:
+            raise AdapterError(
+                f"ces {what}: the operation did not finish ({exc.message})"
+            ) from None
+        except gexc.GoogleAPICallError as exc:
+            if exc.grpc_status_code is not None:
+                raise to_adapter_error(exc, what) from None
+            # The operation finished with an error: its google.rpc.Status names the code.
+            raise AdapterError(
+                f"ces {what}: the operation failed: {_status_name(operation)}: {exc.message}"
+            ) from None
 
     async def _app(self, report: Report, display_name: str) -> Any | None:
         """The app, created if missing (None in a dry run where it does not exist yet)."""
@@ -119,7 +164,7 @@ class Provisioner:
         if report.dry_run:
             return None
         operation = await self._rpc("CreateApp", self.clients.agents.create_app, request)
-        app = await operation.result(timeout=self.options.deadline)
+        app = await self._finish("CreateApp", operation)
         self.log(f"created app {app.name}")
         return app
 
