@@ -100,28 +100,6 @@ def check_gate_args(gate: bool, by_user_model: bool, max_drop: float | None) -> 
         fail("--gate compares two whole runs: leave out --by-user-model")
 
 
-def check_output(path: Path, flag: str, *, folder: bool = False) -> None:
-    """Refuse (one line, exit 2), before any work, an output that cannot be written: a
-    file name that is a folder, a folder that is a file, a path under a file, a folder
-    that is not writable. What only the write can tell (a full disk, a file size limit,
-    a special file system) is caught when writing."""
-    if folder:
-        if path.exists() and not path.is_dir():
-            fail(f"{flag} {path} is a file, not a folder")
-        start = path
-    else:
-        if path.is_dir():
-            fail(f"{flag} {path} is a folder; give a file name")
-        start = path.parent
-    for ancestor in (start, *start.parents):
-        if ancestor.exists():
-            if not ancestor.is_dir():
-                fail(f"{flag} {path}: {ancestor} is not a folder")
-            if not os.access(ancestor, os.W_OK | os.X_OK):
-                fail(f"{flag} {path}: {ancestor} is not writable")
-            return
-
-
 def run_files(run: Run) -> list[Path]:
     """The files a run consists of: its results file and the ones `tau run` writes next
     to it, which the loader reads with it (`<stem>.jsonl`, `<stem>.json`,

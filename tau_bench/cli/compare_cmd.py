@@ -184,12 +184,12 @@ def compare(
     """Compare runs: metrics per run, paired difference with a bootstrap CI, per task."""
     from tau_bench.cli.compare_checks import (
         check_gate_args,
-        check_output,
         gate_exit,
         print_costs,
         print_variance,
         run_gate,
     )
+    from tau_bench.cli.output_paths import check_output
 
     check_gate_args(gate, by_user_model, max_drop)
     outputs: dict[str, list[Path]] = {}
@@ -260,7 +260,7 @@ def report(
     """One self-contained HTML report: tables, charts, every trajectory."""
     from tau_bench.analysis.plots import PNG_NAMES
     from tau_bench.analysis.report import write_report
-    from tau_bench.cli.compare_checks import check_output
+    from tau_bench.cli.output_paths import check_output
 
     if png_dir is not None:
         from tau_bench.analysis.plots import MissingPlotLibrary, _pyplot

@@ -64,7 +64,7 @@ def rescore(
     ] = None,
 ) -> None:
     """Replay recorded trajectories on today's domain and recompute their rewards."""
-    from tau_bench.cli.tau2_cmd import check_output
+    from tau_bench.cli.output_paths import check_output
 
     if output is not None:
         check_output(output)  # before the replay (and a τ³ judge's calls)
@@ -189,7 +189,7 @@ def analyze(
 
     from tau_bench.analysis.analyze import Analysis, analyze_runs
     from tau_bench.analysis.mt_bench import safe_name
-    from tau_bench.cli.tau2_cmd import check_output
+    from tau_bench.cli.output_paths import check_output
     from tau_bench.llm import LLMConfig
 
     if not math.isfinite(temperature) or not 0 <= temperature <= MAX_TEMPERATURE:
@@ -291,7 +291,7 @@ def export(
 ) -> None:
     """Export results in another format (mt-bench: per-task chat JSONL and a scores file)."""
     from tau_bench.analysis.mt_bench import write_mt_bench
-    from tau_bench.cli.tau2_cmd import check_output
+    from tau_bench.cli.output_paths import check_output
 
     if format == "tau2":  # τ³ runs as τ² results files (tau2 view / evaluate-trajs)
         from tau_bench.cli.tau2_cmd import export_tau2

@@ -6,41 +6,19 @@ v1 paths stay as they were. User errors print one line and exit 2 (`fail`).
 
 from __future__ import annotations
 
-import os
 import sys
 from pathlib import Path
 from typing import Any
 
 from tau_adapters.jsonsafe import printable
 from tau_bench.cli.errors import fail
+from tau_bench.cli.output_paths import check_output
 
-__all__ = ["check_output", "export_tau2", "rescore_tau2"]
+__all__ = ["export_tau2", "rescore_tau2"]
 
 
 def _note(message: str) -> None:
     print(printable(message), file=sys.stderr, flush=True)
-
-
-def check_output(path: Path, *, folder: bool = False, flag: str = "-o") -> None:
-    """Refuse (one line, exit 2) an output the command could not write, before any work
-    is done: a file name that is a folder, a folder that is a file, a path under a file,
-    a folder that is not writable. `results_cmd` uses it too (it imports this module,
-    never the other way round)."""
-    if folder:
-        if path.exists() and not path.is_dir():
-            fail(f"{flag} {path} is a file, not a folder")
-        start = path
-    else:
-        if path.is_dir():
-            fail(f"{flag} {path} is a folder; give a file name")
-        start = path.parent
-    for ancestor in (start, *start.parents):
-        if ancestor.exists():
-            if not ancestor.is_dir():
-                fail(f"{flag} {path}: {ancestor} is not a folder")
-            if not os.access(ancestor, os.W_OK | os.X_OK):
-                fail(f"{flag} {path}: {ancestor} is not writable")
-            return
 
 
 def _tau3_domain(env: str, data_dir: str | None) -> Any:

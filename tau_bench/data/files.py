@@ -20,7 +20,15 @@ from typing import Any
 
 from tau_bench.data.errors import DataDirError
 
-__all__ = ["MAX_FILE_SIZE", "PULL_HINT", "damaged", "read_json", "read_text", "read_toml"]
+__all__ = [
+    "MAX_FILE_SIZE",
+    "PULL_HINT",
+    "damaged",
+    "read_json",
+    "read_text",
+    "read_toml",
+    "read_tool_schemas",
+]
 
 MAX_FILE_SIZE = 256 * 1024 * 1024
 """Largest data file read (bytes). The largest real one is τ³ telecom's `tasks.json`
@@ -79,6 +87,23 @@ def read_json(path: Path, hint: str = PULL_HINT) -> Any:
         raise damaged(path, f"is not valid JSON ({_reason(exc)})", hint) from None
     except MemoryError:
         raise damaged(path, "is too large to decode", hint) from None
+
+
+def read_tool_schemas(path: Path, hint: str = PULL_HINT) -> list[dict[str, Any]]:
+    """A `tools.json` / `user_tools.json`: a JSON array of OpenAI function schemas, each
+    with a name (what the agent or user is given), for v1 and τ³ alike."""
+    schemas = read_json(path, hint)
+    if not isinstance(schemas, list):
+        raise damaged(path, "is not a JSON array of tool schemas", hint)
+    for i, schema in enumerate(schemas):
+        function = schema.get("function") if isinstance(schema, dict) else None
+        if not (
+            isinstance(function, dict)
+            and isinstance(function.get("name"), str)
+            and isinstance(function.get("parameters", {}), dict)
+        ):
+            raise damaged(path, f"entry {i} is not a function schema with a name", hint)
+    return schemas
 
 
 def read_toml(path: Path, hint: str = PULL_HINT) -> Any:

@@ -9,7 +9,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from tau_bench.data.files import damaged, read_json, read_text
+from tau_bench.data.files import damaged, read_json, read_text, read_tool_schemas
 from tau_bench.data.paths import resolve_data_dir
 from tau_bench.db import BaseDB
 from tau_bench.domains.tool import Tool
@@ -98,22 +98,6 @@ def _read_table(path: Path) -> dict[str, Any]:
     return table
 
 
-def _read_tool_schemas(path: Path) -> list[dict[str, Any]]:
-    """`tools.json`: the OpenAI function schemas the agent is given, one per tool."""
-    schemas = read_json(path)
-    if not isinstance(schemas, list):
-        raise damaged(path, "is not a JSON list of tool schemas")
-    for i, schema in enumerate(schemas):
-        function = schema.get("function") if isinstance(schema, dict) else None
-        if not (
-            isinstance(function, dict)
-            and isinstance(function.get("name"), str)
-            and isinstance(function.get("parameters", {}), dict)
-        ):
-            raise damaged(path, f"entry {i} is not a function schema with a name")
-    return schemas
-
-
 def _read_rules(path: Path) -> list[str]:
     """`rules.json`: extra policy lines some agents append to the prompt."""
     if not path.exists():
@@ -137,7 +121,7 @@ def load_domain(name: str, data_dir: str | Path | None = None) -> Domain:
         tables = {t: _read_table(ddir / "db" / f"{t}.json") for t in TABLES[name]}
         module = importlib.import_module(f"tau_bench.domains.{name}.tools")
         tools: dict[str, Tool] = {t.name: t for t in module.TOOLS}
-        schemas = _read_tool_schemas(ddir / "tools.json")
+        schemas = read_tool_schemas(ddir / "tools.json")
         domain = Domain(
             name=name,
             data_dir=root,

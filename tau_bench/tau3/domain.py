@@ -32,7 +32,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 
 from tau_bench.data.errors import DataDirError
-from tau_bench.data.files import damaged, read_json, read_text
+from tau_bench.data.files import read_text, read_tool_schemas
 from tau_bench.tau3.data import PULL_HINT
 from tau_bench.tau3.toolkit import Toolkit
 
@@ -190,19 +190,7 @@ class LoadedDomain:
 
     def _schema(self, key: str, path: Path) -> list[dict[str, Any]]:
         if key not in self._schemas:
-            schemas = read_json(path, PULL_HINT)
-            if not isinstance(schemas, list):
-                raise damaged(path, "is not a JSON array of tool schemas", PULL_HINT)
-            for i, schema in enumerate(schemas):
-                function = schema.get("function") if isinstance(schema, dict) else None
-                if not (
-                    isinstance(function, dict)
-                    and isinstance(function.get("name"), str)
-                    and isinstance(function.get("parameters", {}), dict)
-                ):
-                    raise damaged(
-                        path, f"entry {i} is not a function schema with a name", PULL_HINT
-                    )
+            schemas = read_tool_schemas(path, PULL_HINT)
             self._schemas[key] = schemas
         return self._schemas[key]
 

@@ -25,7 +25,7 @@ CASES = {
         b"[1, 2, 3]\n",
         "users.json is not a JSON object of records keyed by id",
     ),
-    "tools-not-list": ("airline/tools.json", b'{"type": "function"}', "not a JSON list of tool"),
+    "tools-not-list": ("airline/tools.json", b'{"type": "function"}', "not a JSON array of tool"),
     "tool-without-name": (
         "airline/tools.json",
         b'[{"type": "function", "function": {"description": "x"}}]',
