@@ -9,7 +9,7 @@ key material ourselves, and errors name only the file and the exception type.
 aio channels belong to the event loop running when they are made: call `make_clients`
 inside that loop.
 
-Bounds: a credentials file larger than `MAX_CREDENTIALS_BYTES` is refused unread; every
+Bounds: a credentials file larger than 1 MiB is refused unread (`tau_adapters.credentials_file`); every
 channel accepts messages up to `max_response_bytes` (the client library's own channels
 accept any size). The real-service channel is built here (TLS + google.auth's metadata
 plugin, as the library does) so that the access tokens it sends are known: they are
@@ -19,17 +19,16 @@ recorded in a `TokenLog`, and the provider masks them wherever they reappear.
 from __future__ import annotations
 
 import asyncio
-import json
 import threading
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
 from adapters.ces.options import Options
+from tau_adapters.credentials_file import read_credentials_json
 from tau_adapters.protocol import AdapterAuthError, AdapterConfigError
 
 SCOPES = ("https://www.googleapis.com/auth/cloud-platform",)
-MAX_CREDENTIALS_BYTES = 1 << 20
 MAX_TOKENS = 64
 
 
@@ -58,34 +57,6 @@ class TokenLog:
             return list(self._tokens)
 
 
-def _read_credentials_file(path: str) -> dict[str, Any]:
-    """The file's JSON object, read with a size bound; AdapterConfigError otherwise."""
-    try:
-        with open(path, "rb") as handle:
-            data = handle.read(MAX_CREDENTIALS_BYTES + 1)
-    except OSError as exc:
-        raise AdapterConfigError(
-            f"ces: cannot read the credentials file {path} ({type(exc).__name__})"
-        ) from None
-    if len(data) > MAX_CREDENTIALS_BYTES:
-        raise AdapterConfigError(
-            f"ces: {path} is not a usable Google credentials file "
-            f"(larger than {MAX_CREDENTIALS_BYTES >> 20} MiB)"
-        )
-    try:
-        info = json.loads(data)
-    except (ValueError, RecursionError):
-        raise AdapterConfigError(
-            f"ces: {path} is not a usable Google credentials file (not JSON)"
-        ) from None
-    if not isinstance(info, dict):
-        raise AdapterConfigError(
-            f"ces: {path} is not a usable Google credentials file "
-            f"(a JSON {type(info).__name__}, expected an object)"
-        )
-    return info
-
-
 def load_credentials(options: Options) -> Any:
     """Credentials from `credentials_file` (any type google.auth knows), else None.
     May use the network (external accounts): call it off the event loop."""
@@ -95,7 +66,7 @@ def load_credentials(options: Options) -> Any:
     import google.auth.credentials
     from google.auth import exceptions as auth_exceptions
 
-    info = _read_credentials_file(options.credentials_file)
+    info = read_credentials_json(options.credentials_file, "ces")
     try:
         # Scopes are added afterwards: with scopes, google.auth looks the project of an
         # external account up over the network while loading; without, it does not.

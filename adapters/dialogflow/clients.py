@@ -10,19 +10,18 @@ loop that is running when they are created, so call these from inside that loop.
 from __future__ import annotations
 
 import asyncio
-import json
 import threading
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
 from adapters.dialogflow.config import DialogflowConfig
+from tau_adapters.credentials_file import read_credentials_json
 from tau_adapters.jsonsafe import printable
 from tau_adapters.protocol import AdapterAuthError, AdapterConfigError
 
 SCOPES = ("https://www.googleapis.com/auth/cloud-platform",)
 SERVICES = ("sessions", "tools", "playbooks", "agents")
-MAX_CREDENTIALS_BYTES = 1 << 20  # a credentials file is a few KiB; refuse anything huge
 MAX_TOKENS = 256  # tokens kept for masking (one per refresh: about one an hour)
 
 
@@ -131,22 +130,8 @@ def load_credentials(config: DialogflowConfig) -> Any:
     from google.auth import exceptions as auth_exceptions
 
     path = config.credentials_file
+    info = read_credentials_json(path, "dialogflow")
     try:
-        with open(path, "rb") as handle:
-            data = handle.read(MAX_CREDENTIALS_BYTES + 1)
-    except OSError as exc:
-        raise AdapterConfigError(
-            f"dialogflow: cannot read credentials file {printable(path)} ({type(exc).__name__})"
-        ) from None
-    if len(data) > MAX_CREDENTIALS_BYTES:
-        raise AdapterConfigError(
-            f"dialogflow: credentials file {printable(path)} is over "
-            f"{MAX_CREDENTIALS_BYTES >> 20} MiB: not a Google credentials file"
-        )
-    try:
-        info = json.loads(data.decode("utf-8"))
-        if not isinstance(info, dict):
-            raise TypeError("not a JSON object")
         if info.get("type") == "external_account":
             credentials = _external_account(info)
             if config.quota_project_id:
