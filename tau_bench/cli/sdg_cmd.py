@@ -6,7 +6,6 @@ from __future__ import annotations
 import asyncio
 import json
 import math
-import os
 from pathlib import Path
 from typing import Any
 
@@ -113,36 +112,13 @@ def generate(
 
 
 def _check_files(output_file: Path, rejected_file: Path | None) -> None:
-    """One line, before any model call, for files the run would corrupt: the rejected
-    samples written into the tasks file or its runs sidecar, or a file to append to that
-    is not JSONL text."""
+    """One line, before any model call, for files the run would corrupt."""
     from tau_bench.cli.errors import fail
-    from tau_bench.sdg.output import runs_path, text_file_problem
+    from tau_bench.sdg.output import output_files_problem
 
-    if rejected_file is not None:
-        for other, name in (
-            (output_file, "the --output-file"),
-            (runs_path(output_file), "the --output-file's runs sidecar"),
-        ):
-            if _same_file(rejected_file, other):
-                fail(
-                    f"--rejected-file {rejected_file} is {name}: "
-                    "give the rejected samples a file of their own"
-                )
-    for flag, path in (("--output-file", output_file), ("--rejected-file", rejected_file)):
-        problem = text_file_problem(path) if path is not None else None
-        if problem:
-            fail(f"{flag}: {problem}")
-
-
-def _same_file(a: Path, b: Path) -> bool:
-    """Whether two paths name one file (resolved, symlinks followed; hard links too)."""
-    try:
-        if a.resolve() == b.resolve():
-            return True
-        return a.exists() and b.exists() and os.path.samefile(a, b)
-    except OSError:
-        return False
+    problem = output_files_problem(output_file, rejected_file, ("--output-file", "--rejected-file"))
+    if problem:
+        fail(problem)
 
 
 def _domain(env: str, data_dir: Path | None) -> Any:

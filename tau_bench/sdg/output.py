@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import codecs
 import json
+import os
 from collections.abc import Iterable
 from pathlib import Path
 from types import TracebackType
@@ -100,6 +101,43 @@ def text_file_problem(path: Path) -> str | None:
     except OSError as exc:
         return f"cannot read {path}: {exc.strerror or exc}"
     return None
+
+
+def output_files_problem(
+    output_file: Path,
+    rejected_file: Path | None,
+    names: tuple[str, str] = ("output_file", "rejected_file"),
+) -> str | None:
+    """Why a generation run must not start with these files, or None: the rejected samples
+    would be written into the tasks file or its runs sidecar, or a file to append to is not
+    JSONL text. Checked before any model call (`generate` and `tau sdg generate`, which
+    names the files by their flags)."""
+    output_name, rejected_name = names
+    if rejected_file is not None:
+        for other, what in (
+            (output_file, f"the {output_name}"),
+            (runs_path(output_file), f"the {output_name}'s runs sidecar"),
+        ):
+            if same_file(rejected_file, other):
+                return (
+                    f"{rejected_name} {rejected_file} is {what}: "
+                    "give the rejected samples a file of their own"
+                )
+    for name, path in ((output_name, output_file), (rejected_name, rejected_file)):
+        problem = text_file_problem(path) if path is not None else None
+        if problem:
+            return f"{name}: {problem}"
+    return None
+
+
+def same_file(a: Path, b: Path) -> bool:
+    """Whether two paths name one file (resolved, symlinks followed; hard links too)."""
+    try:
+        if a.resolve() == b.resolve():
+            return True
+        return a.exists() and b.exists() and os.path.samefile(a, b)
+    except OSError:
+        return False
 
 
 def next_sample_index(paths: list[Path | None], env: str, difficulty: str, seed: int) -> int:

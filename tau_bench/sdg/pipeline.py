@@ -26,7 +26,13 @@ from tau_bench.sdg.answers import ScenarioProposal
 from tau_bench.sdg.context import UserContext, eligible_users, sample_context
 from tau_bench.sdg.difficulty import Difficulty
 from tau_bench.sdg.instruction import final_outputs, instruction_check
-from tau_bench.sdg.output import JsonlWriter, next_sample_index, run_secrets, runs_path
+from tau_bench.sdg.output import (
+    JsonlWriter,
+    next_sample_index,
+    output_files_problem,
+    run_secrets,
+    runs_path,
+)
 from tau_bench.sdg.problems import BAD_INSTRUCTION, LLM_ERROR, MALFORMED, REPAIRABLE, UNVERIFIED
 from tau_bench.sdg.prompts import instruction_messages, repair_message, scenario_messages
 from tau_bench.sdg.sandbox import Sandbox, Validation
@@ -324,7 +330,11 @@ async def generate(
     are appended to the output file as they finish, a summary line to the runs sidecar;
     secrets (`output.run_secrets`) are masked in every line written.
     `domain`: the suite domain of `options.env` (`tau_bench.suites.load_domain`), or a
-    `Target`; loaded when not given."""
+    `Target`; loaded when not given. ValueError, before any model call, when the files
+    cannot take the run (`output.output_files_problem`)."""
+    problem = output_files_problem(options.output_file, options.rejected_file)
+    if problem:
+        raise ValueError(problem)
     domain = domain or load_domain(options.env, options.data_dir)
     generator = Generator(options, domain)
     start = options.start_index

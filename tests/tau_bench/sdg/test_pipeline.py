@@ -284,3 +284,26 @@ async def test_concurrency_is_capped_at_max_concurrency(
         router.post("https://api.openai.com/v1/chat/completions").mock(side_effect=handler)
         report, _, _ = await run_generation("retail", "medium", 6, max_concurrency=cap)
     assert peak == cap and report.samples == 6
+
+
+@pytest.mark.parametrize("other", ["tasks.jsonl", "tasks.runs.jsonl", "link.jsonl"])
+async def test_generate_from_python_refuses_rejects_written_into_the_tasks_files(
+    fake_llm: FakeLLM, retail, tmp_path, other: str
+) -> None:
+    from tau_bench.sdg.pipeline import generate
+
+    out = tmp_path / "tasks.jsonl"
+    out.write_text("")
+    (tmp_path / "link.jsonl").symlink_to(out)
+    use_fake_model(fake_llm, retail)
+    options = GenerateOptions(
+        env="retail",
+        difficulty=Difficulty("easy"),
+        num_samples=2,
+        output_file=out,
+        model=MODEL,
+        rejected_file=tmp_path / other,
+    )
+    with pytest.raises(ValueError, match="give the rejected samples a file of their own"):
+        await generate(options, domain=retail)
+    assert out.read_text() == "" and not fake_llm.requests  # refused before any model call
