@@ -14,9 +14,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from google.protobuf import json_format
-
-from adapters.ces.structs import message_dict, to_python
+from adapters.ces.structs import message_dict, struct_values, to_python
 from tau_adapters.protocol import AdapterProtocolError
 
 ESCALATION_KEYS = ("session_escalated", "escalated")
@@ -79,10 +77,7 @@ def _calls(parsed: Parsed, tool_calls: Any) -> None:
             raise AdapterProtocolError(
                 f"ces: the agent sent a tool call without a tool (call {message_dict(call)})"
             )
-        try:
-            args = json_format.MessageToDict(pb.args) if pb.HasField("args") else {}
-        except (TypeError, ValueError, json_format.Error) as exc:
-            raise AdapterProtocolError(f"ces: unreadable tool call arguments ({exc})") from None
+        args = struct_values(pb.args) if pb.HasField("args") else {}
         parsed.calls.append(
             RawCall(
                 ces_id=call.id,

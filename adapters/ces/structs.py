@@ -36,6 +36,25 @@ def to_python(struct: Any, schema: Schema = None) -> Any:
     return restore_ints(plain, schema)
 
 
+def struct_values(struct: struct_pb2.Struct) -> dict[str, Any]:
+    """A Struct's values as Python, read directly: a tool call's arguments, where a NaN
+    or an infinity stays the float it is (as a model's JSON arguments decode, and as the
+    Dialogflow CX adapter reads them) for the tool to answer, instead of breaking the
+    episode in protobuf's JSON printer."""
+    return {key: _value(item) for key, item in struct.fields.items()}
+
+
+def _value(value: struct_pb2.Value) -> Any:
+    kind = value.WhichOneof("kind")
+    if kind == "struct_value":
+        return struct_values(value.struct_value)
+    if kind == "list_value":
+        return [_value(item) for item in value.list_value.values]
+    if kind is None or kind == "null_value":
+        return None
+    return getattr(value, kind)
+
+
 def _plain(value: Any) -> Any:
     if isinstance(value, Mapping):
         return {str(k): _plain(v) for k, v in value.items()}

@@ -70,6 +70,7 @@ class HostileCes:
       caller's authorization header; `echo_auth_getapp`: GetApp fails with it;
     * `huge`: RunSession answers a text of `huge_bytes`;
     * `nan_payload`: RunSession answers a text and a payload holding NaN and Infinity;
+    * `nan_args`: RunSession answers a tool call whose arguments hold NaN and -Infinity;
     * `endless_stream`: BidiRunSession streams text outputs, never `turn_completed`;
     * `endless_pages`: ListTools (and ListAgents) always return a next_page_token;
     * `controls`: ListTools and RunSession answer control characters;
@@ -134,6 +135,15 @@ class HostileCes:
                     ]
                 )
             )
+        if self.mode == "nan_args":
+            output = ces_v1.SessionOutput()
+            call = type(output).pb(output).tool_calls.tool_calls.add()
+            call.id = "c1"
+            call.tool = f"{APP}/tools/calculate"
+            call.display_name = "calculate"
+            call.args.fields["expression"].number_value = float("nan")
+            call.args.fields["nested"].list_value.values.add().number_value = float("-inf")
+            return _bytes(ces_v1.RunSessionResponse(outputs=[output]))
         if self.mode == "controls":
             return _bytes(text_response("hi \x1b[2J\x1b[31mRED \x9b31m C1 \u202eRTL\u202c end"))
         return _bytes(text_response("hello"))

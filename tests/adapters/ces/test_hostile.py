@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import math
 import os
 import subprocess
 import sys
@@ -338,6 +339,23 @@ async def test_non_finite_numbers_in_a_payload_are_kept_as_strings(hostile: Host
     assert turn.messages == ["hello"]
     assert turn.extra["payloads"] == [{"v": "NaN", "w": ["Infinity"], "d": {"x": "-Infinity"}}]
     assert turn.raw[0]["response"]["outputs"][1]["payload"]["v"] == "NaN"
+
+
+@pytest.mark.parametrize("hostile", ["nan_args"], indirect=True)
+async def test_non_finite_numbers_in_tool_call_arguments_reach_the_tool(
+    hostile: HostileCes,
+) -> None:
+    """As a model's JSON arguments decode and as the Dialogflow CX adapter reads them: the
+    tool answers the odd value; the episode goes on (it was an AdapterProtocolError)."""
+    provider = emulated(hostile)
+    try:
+        turn = await say(provider)
+    finally:
+        await provider.aclose()
+    (call,) = turn.tool_calls
+    assert call.name == "calculate"
+    assert math.isnan(call.arguments["expression"])
+    assert call.arguments["nested"] == [float("-inf")]
 
 
 # ------------------------------------------------------------------- bad input

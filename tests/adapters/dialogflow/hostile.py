@@ -79,6 +79,13 @@ class HostileService:
             extra.payload.fields["v"].number_value = float("nan")
             extra.payload.fields["w"].list_value.values.add().number_value = float("inf")
             return _bytes(reply)
+        if mode == "nan_args":
+            reply = cx.DetectIntentResponse(response_id="r1")
+            message = type(reply).pb(reply).query_result.response_messages.add()
+            message.tool_call.tool = f"{AGENT}/tools/t1"
+            message.tool_call.action = "calculate"
+            message.tool_call.input_parameters.fields["expression"].number_value = float("nan")
+            return _bytes(reply)
         return _bytes(_text_reply("hello"))
 
     async def _list_tools(self, request: bytes, context: Any) -> bytes:

@@ -336,6 +336,22 @@ async def test_a_nan_in_a_payload_never_breaks_the_episode() -> None:
     json.dumps(turn.raw, allow_nan=False)  # plain JSON
 
 
+async def test_a_nan_in_tool_call_arguments_reaches_the_tool() -> None:
+    """As a model's JSON arguments decode (and as the CES adapter reads them): the tool
+    answers the odd value, and the recorded response stays plain JSON."""
+    with HostileService("nan_args") as service:
+        provider = provider_for(service.address, trace="full")
+        try:
+            adapter = provider.new_adapter()
+            await adapter.start(_session())
+            turn = await adapter.send(UserTurn("hi"))
+        finally:
+            await provider.aclose()
+    (call,) = turn.tool_calls
+    assert call.name == "calculate" and math.isnan(call.arguments["expression"])
+    json.dumps(turn.raw, allow_nan=False)
+
+
 # ------------------------------------------------------------------ 8. host:port
 
 
