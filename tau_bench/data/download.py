@@ -7,16 +7,22 @@ two bounds hold while it arrives:
 * size: a body longer than the file's pinned size (`UNPINNED_LIMIT` for a file with no
   pinned size) is stopped as soon as it passes it, and not retried: the URL names a
   file of a pinned commit, so a server sending more is not sending that file;
+  The size counts the file's bytes: the body is asked for uncompressed, and one sent
+  compressed anyway (gzip, deflate) is decoded here never more than one byte past the
+  bound (httpx would decode a whole network chunk of a compression bomb first);
 * time: each file has `DEADLINE` seconds, all attempts and pauses included. Timeouts
   (`TIMEOUT`) only bound each wait for the connection or for the next bytes, so a
   server that trickles a byte at a time would otherwise hold a pull for weeks. The
-  deadline is checked whenever bytes arrive or an attempt ends, so a pull stops at most
-  one read timeout after it.
+  deadline is checked whenever bytes arrive or an attempt ends, and no wait of an
+  attempt is longer than what is left of it when the attempt starts, so a pull ends
+  within `DEADLINE` plus the time left at its last attempt's start, at most one read
+  timeout (60 s) after it.
 """
 
 from __future__ import annotations
 
 import time
+import zlib
 from typing import Any
 
 import httpx
@@ -107,22 +113,29 @@ def download(client: httpx.Client, url: str, source: Source, progress: Progress)
     problem = ""
     for attempt in range(attempts):
         received = 0
+        left = max(0.001, started + DEADLINE - _clock())
+        timeout = httpx.Timeout(min(TIMEOUT.read or left, left), connect=min(15.0, left))
         try:
-            with client.stream("GET", url) as response:
+            with client.stream(
+                "GET", url, headers={"Accept-Encoding": "identity"}, timeout=timeout
+            ) as response:
                 if response.status_code == 200:
                     declared = _declared_length(response)
                     if declared is not None and declared > limit:
                         raise _too_large(url, source, limit, declared)
                     if source.size is None and declared is not None:
                         progress.grow(declared)
+                    decoder = _decoder(response, url, source)
                     chunks = []
-                    for chunk in response.iter_bytes():
+                    for raw in response.iter_raw():
+                        chunk = decoder.decode(raw, limit - received + 1)
                         received += len(chunk)
                         if received > limit:
                             raise _too_large(url, source, limit)
                         chunks.append(chunk)
                         progress.advance(len(chunk))
                         _check_deadline(started, url, source, received)
+                    decoder.finish()
                     return b"".join(chunks)
                 if response.status_code < 500:
                     raise PullError(
@@ -144,6 +157,53 @@ def download(client: httpx.Client, url: str, source: Source, progress: Progress)
         f"download failed after {attempts} attempts ({problem}) for {url} "
         f"(upstream file {source.path}); {_OFFLINE_HINT}"
     )
+
+
+class _Identity:
+    def decode(self, raw: bytes, at_most: int) -> bytes:
+        return raw
+
+    def finish(self) -> None:
+        pass
+
+
+class _Inflate:
+    """A gzip or deflate body decoded never more than `at_most` bytes at a time."""
+
+    def __init__(self, coding: str, url: str, source: Source) -> None:
+        self._inflate = zlib.decompressobj(32 + zlib.MAX_WBITS)  # gzip or zlib, by header
+        self._what = f"{coding} body from {url}"
+        self._source = source
+
+    def decode(self, raw: bytes, at_most: int) -> bytes:
+        try:
+            return self._inflate.decompress(raw, max(1, at_most))
+        except zlib.error as exc:
+            raise self._error(str(exc)) from None
+
+    def finish(self) -> None:
+        if not self._inflate.eof:
+            raise self._error("it ends before its compressed stream does")
+
+    def _error(self, why: str) -> PullError:
+        return PullError(
+            f"download failed: undecodable {self._what} ({why}) "
+            f"(upstream file {self._source.path}); {_OFFLINE_HINT}"
+        )
+
+
+def _decoder(response: httpx.Response, url: str, source: Source) -> _Identity | _Inflate:
+    """How to turn the body as sent into the file's bytes, a bounded amount at a time. A
+    body in an encoding other than gzip or deflate is refused: none was asked for."""
+    coding = response.headers.get("content-encoding", "identity").strip().lower()
+    if coding in ("", "identity"):
+        return _Identity()
+    if coding not in ("gzip", "x-gzip", "deflate"):
+        raise PullError(
+            f"download failed: {url} answered in the {coding!r} content encoding, which "
+            f"was not asked for (upstream file {source.path}); {_OFFLINE_HINT}"
+        )
+    return _Inflate(coding, url, source)
 
 
 def _declared_length(response: httpx.Response) -> int | None:

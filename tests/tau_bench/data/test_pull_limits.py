@@ -5,10 +5,14 @@ temporary files; the downloads go to a real local server (`local_upstream`)."""
 
 from __future__ import annotations
 
+import gzip
+import re
 import signal
 import socket
 import subprocess
 import sys
+import threading
+import tracemalloc
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -29,6 +33,7 @@ from tests.tau_bench.data.local_upstream import (
 TAU = str(Path(sys.executable).parent / "tau")
 DEADLINE = 900.0  # download.DEADLINE, as the messages say it
 SUITES = ["tau-bench", "tau3"]
+HANG_GUARD = 30.0  # seconds: far above the 0.3 s the deadline leaves, far below 60 s
 
 
 def _pull(upstream: LocalUpstream, dest: Path, suite: str) -> subprocess.Popen[str]:
@@ -204,3 +209,85 @@ def test_the_deadline_covers_the_retries(
         ):
             _download(client, upstream, Source("db.json", "0" * 64, 3000))
         assert upstream.requests == ["db.json"]
+
+
+def _send_encoded(conn: socket.socket, body: bytes, coding: str = "gzip") -> None:
+    conn.sendall(
+        b"HTTP/1.1 200 OK\r\nContent-Encoding: %s\r\nContent-Length: %d\r\n\r\n"
+        % (coding.encode(), len(body))
+        + body
+    )
+
+
+def test_a_compressed_body_is_bounded_by_the_file_size_not_the_bytes_sent(
+    tmp_path: Path, client: httpx.Client
+) -> None:
+    """A gzip bomb (64 KiB sent, 64 MiB decoded) stops one byte past the pinned size,
+    without ever holding more than a little of it (httpx decodes a whole network chunk
+    before anyone can count it); a file sent gzipped although asked for plain is the file."""
+    bomb = gzip.compress(b"\0" * (64 << 20), compresslevel=9)
+    real = b'{"users": {}}' * 300
+
+    def answer(server: LocalUpstream, path: str, conn: socket.socket) -> None:
+        _send_encoded(conn, bomb if path == "db.json" else gzip.compress(real))
+
+    with local_upstream(tmp_path, answer) as upstream:
+        tracemalloc.start()
+        try:
+            with pytest.raises(ChecksumError, match=r"sends more than 4,000 bytes"):
+                _download(client, upstream, Source("db.json", "0" * 64, 4000))
+            _, peak = tracemalloc.get_traced_memory()
+        finally:
+            tracemalloc.stop()
+        assert peak < 4 << 20, peak
+        assert _download(client, upstream, Source("ok.json", "0" * 64, len(real))) == real
+
+
+@pytest.mark.parametrize(
+    ("body", "coding", "needle"),
+    [
+        (gzip.compress(b"x" * 3000)[:-20], "gzip", "ends before its compressed stream does"),
+        (b"not gzip at all", "gzip", "undecodable gzip body"),
+        (b"whatever", "br", "'br' content encoding, which was not asked for"),
+    ],
+    ids=["truncated-gzip", "not-gzip", "brotli"],
+)
+def test_a_broken_or_unasked_for_encoding_is_one_error(
+    tmp_path: Path, client: httpx.Client, body: bytes, coding: str, needle: str
+) -> None:
+    def answer(server: LocalUpstream, path: str, conn: socket.socket) -> None:
+        _send_encoded(conn, body, coding)
+
+    with (
+        local_upstream(tmp_path, answer) as upstream,
+        pytest.raises(PullError, match=re.escape(needle)),
+    ):
+        _download(client, upstream, Source("db.json", "0" * 64, 3000))
+
+
+def test_no_wait_lasts_past_the_deadline(
+    tmp_path: Path, client: httpx.Client, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """An attempt that starts with 0.3 s of the deadline left waits for the server at most
+    that long (not a whole 60 s read timeout) before the pull stops."""
+    looks = iter([0.0, DEADLINE - 0.3])
+    monkeypatch.setattr(download_module, "_clock", lambda: next(looks, DEADLINE + 1), raising=False)
+
+    def hold(server: LocalUpstream, path: str, conn: socket.socket) -> None:
+        server.stop.wait()
+
+    outcome: list[BaseException] = []
+
+    def pull() -> None:
+        try:
+            _download(client, upstream, Source("db.json", "0" * 64, 3000))
+        except BaseException as exc:
+            outcome.append(exc)
+
+    with local_upstream(tmp_path, hold) as upstream:
+        worker = threading.Thread(target=pull, daemon=True)
+        worker.start()
+        worker.join(HANG_GUARD)
+        assert not worker.is_alive(), "the download waited past its deadline"
+    (error,) = outcome
+    assert isinstance(error, PullError) and "did not arrive within 900 s" in str(error)
