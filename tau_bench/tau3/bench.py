@@ -12,7 +12,7 @@ dump twice; we time exactly those operations here with an equivalent whole-DB mo
 from __future__ import annotations
 
 import gc
-import json
+import sys
 import time
 import tracemalloc
 from collections.abc import Callable, Sequence
@@ -21,14 +21,16 @@ from typing import Any
 
 from pydantic import BaseModel, create_model
 
-from tau_bench.tau3.domain import load_domain
+from tau_adapters.jsonsafe import printable
+from tau_bench.data.errors import DataDirError
+from tau_bench.tau3.domain import domain_names, load_domain
 from tau_bench.tau3.environment import Environment
 from tau_bench.tau3.judge import AssumeMetJudge
 from tau_bench.tau3.replay import replay_task
-from tau_bench.tau3.store import PydanticSource, TableSource, hash_json
+from tau_bench.tau3.store import PydanticSource, TableSource, hash_json, load_structured
 from tau_bench.tau3.tasks import load_tasks
 
-__all__ = ["format_table", "run_bench"]
+__all__ = ["format_table", "main", "run_bench"]
 
 DEFAULT_DOMAINS = ("airline", "retail", "mock")
 
@@ -53,7 +55,7 @@ def _original_task_cost(source: Any, db_path: Path) -> float | None:
         model = source.model
     else:
         return None
-    load_s, db = _timed(lambda: model.model_validate(json.loads(db_path.read_text("utf-8"))))
+    load_s, db = _timed(lambda: model.model_validate(load_structured(db_path)))
     hash_s, _ = _timed(lambda: hash_json(db.model_dump()))
     return 4 * load_s + 2 * hash_s
 
@@ -142,7 +144,35 @@ def format_table(rows: list[dict[str, Any]]) -> str:
     return "\n".join(lines)
 
 
-if __name__ == "__main__":  # pragma: no cover - manual use
-    import sys
+USAGE = "usage: python -m tau_bench.tau3.bench DATA_DIR [DOMAIN ...]"
 
-    print(format_table(run_bench(Path(sys.argv[1]))))
+
+def main(argv: list[str] | None = None) -> int:
+    """`python -m tau_bench.tau3.bench DATA_DIR [DOMAIN ...]`: print the table; a missing
+    argument or a bad data directory is one line on stderr and exit 2, not a traceback."""
+    args = sys.argv[1:] if argv is None else argv
+    if args[:1] in (["-h"], ["--help"]):
+        print(USAGE)
+        return 0
+    if not args or args[0].startswith("-"):
+        print(USAGE, file=sys.stderr)
+        return 2
+    unknown = [name for name in args[1:] if name not in domain_names()]
+    if unknown:
+        known = ", ".join(domain_names())
+        print(
+            f"error: unknown τ³ domain {printable(repr(unknown[0]))}; known: {known}",
+            file=sys.stderr,
+        )
+        return 2
+    try:
+        rows = run_bench(Path(args[0]), args[1:] or DEFAULT_DOMAINS)
+    except DataDirError as exc:
+        print(f"error: {printable(str(exc))}", file=sys.stderr)
+        return 2
+    print(format_table(rows))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -25,12 +25,16 @@ from __future__ import annotations
 import argparse
 import json
 import re
+import sys
 from dataclasses import dataclass
 from functools import cache
 from importlib import resources
 from pathlib import Path
 from typing import Any
 
+from tau_adapters.jsonsafe import printable
+from tau_bench.data.errors import DataDirError
+from tau_bench.data.files import damaged, read_json
 from tau_bench.tau3.tasks import Task, load_tasks
 
 __all__ = ["ActionDiff", "action_diff", "compute_lineage", "instruction_diff", "load_lineage"]
@@ -65,9 +69,11 @@ def scenario_text(task: Task) -> str:
 
 
 def v1_tasks(v1_root: Path, domain: str) -> list[dict[str, Any]]:
-    tasks: list[dict[str, Any]] = json.loads(
-        (Path(v1_root) / domain / "tasks" / f"{V1_SPLIT}.json").read_text(encoding="utf-8")
-    )
+    """v1's `test` tasks of `domain`; a missing or damaged file is a `DataDirError`."""
+    path = Path(v1_root) / domain / "tasks" / f"{V1_SPLIT}.json"
+    tasks = read_json(path)
+    if not isinstance(tasks, list) or not all(isinstance(t, dict) for t in tasks):
+        raise damaged(path, "is not a JSON array of task objects")
     return tasks
 
 
@@ -201,9 +207,21 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--tau3-data", type=Path, required=True)
     parser.add_argument("-o", "--output", type=Path, required=True)
     args = parser.parse_args(argv)
-    data = compute_lineage(args.v1_data, args.tau3_data)
-    args.output.write_text(json.dumps(data, indent=1) + "\n", encoding="utf-8")
+    try:
+        data = compute_lineage(args.v1_data, args.tau3_data)
+        _write(args.output, json.dumps(data, indent=1) + "\n")
+    except DataDirError as exc:
+        print(f"error: {printable(str(exc))}", file=sys.stderr)
+        return 2
     return 0
+
+
+def _write(path: Path, text: str) -> None:
+    """Write the mapping; an unwritable path is a `DataDirError` (one line, not a traceback)."""
+    try:
+        path.write_text(text, encoding="utf-8")
+    except OSError as exc:
+        raise DataDirError(f"cannot write {path}: {exc.strerror or exc}") from None
 
 
 if __name__ == "__main__":

@@ -58,16 +58,15 @@ def replay_task(
     """Replay `task`'s expected actions live and evaluate the resulting trajectory.
 
     An evaluation that raises (an env assertion helper failing, a judge error) is
-    reported in `Replay.error` with no evaluation, never as a reward.
+    reported in `Replay.error` with no evaluation, never as a reward; so is an initial
+    state that cannot be applied (then nothing is replayed: no steps, no hashes).
     """
     env = Environment(domain)
-    history = task.history()
-    state = task.initial_state
-    env.set_state(
-        state.initialization_data if state else None,
-        state.initialization_actions if state else None,
-        history,
-    )
+    try:
+        history = _set_initial_state(env, task)
+    except Exception as exc:  # task data: see `_set_initial_state`
+        error = f"initial state: {type(exc).__name__}: {exc}"
+        return Replay(task=task, initial_hashes={}, error=error)
     hashes = env.hashes if with_hashes else dict
     out = Replay(task=task, initial_hashes=hashes())
     sync_effects = env.sync_effects
@@ -107,6 +106,23 @@ def replay_task(
         except Exception as exc:
             out.error = f"{type(exc).__name__}: {exc}"
     return out
+
+
+def _set_initial_state(env: Environment, task: Task) -> list[Message]:
+    """Apply `task`'s initial state to `env`; the message history it starts from.
+
+    The state is task data, so whatever it raises (a history message without a tool name,
+    an unknown env function, a history the original rejects, data the DB model refuses,
+    nesting too deep to copy) is that task's error, not the command's: `replay_task`
+    reports it, and one bad task in a file does not stop the others."""
+    history = task.history()
+    state = task.initial_state
+    env.set_state(
+        state.initialization_data if state else None,
+        state.initialization_actions if state else None,
+        history,
+    )
+    return history
 
 
 def summary(replay: Replay) -> dict[str, Any]:

@@ -56,7 +56,12 @@ def _problems(verified: VerifiedTau3) -> list[Problem]:
         out.append(
             Problem(UNVERIFIED, f"replaying the task scores {verified.reward.reward}: {why}")
         )
-    if "DB" in verified.task.task.reward_basis and replay.initial_hashes == replay.final_hashes:
+    replayed = bool(replay.initial_hashes)  # empty when the initial state could not apply
+    if (
+        replayed
+        and "DB" in verified.task.task.reward_basis
+        and replay.initial_hashes == replay.final_hashes
+    ):
         out.append(
             Problem(NO_CHANGE, "the actions leave the DB unchanged, yet DB is in the reward basis")
         )
