@@ -4,15 +4,19 @@ Every suite accepts the same three layouts, so a file written by `tau sdg genera
 lines, one task per line, appended as tasks are made) and an upstream `tasks.json` (a JSON
 array; τ³ also `{"tasks": [...]}`) load alike. Each suite validates the records itself.
 A file that is not JSON (nested too deep, an integer longer than Python converts
-included) is one `TaskFileError` naming it.
+included), larger than a data file may be (`MAX_FILE_SIZE`), or with two tasks of one id
+is one `TaskFileError` naming it.
 """
 
 from __future__ import annotations
 
 import json
+import os
+import stat
 from pathlib import Path
 from typing import Any
 
+from tau_bench.data.files import MAX_FILE_SIZE
 from tau_bench.errors import TaskFileError
 from tau_bench.json_decode import stdlib_loads
 
@@ -22,11 +26,13 @@ __all__ = ["TaskFileError", "read_task_records", "validation_summary"]
 def read_task_records(path: Path) -> list[Any]:
     """The file's records: a JSON array, `{"tasks": [...]}`, or JSON lines."""
     try:
-        text = Path(path).read_text(encoding="utf-8")
+        text = _read_bytes(Path(path)).decode("utf-8")
     except OSError as exc:
-        raise TaskFileError(f"cannot read tasks file {path}: {exc.strerror}") from None
+        raise TaskFileError(f"cannot read tasks file {path}: {exc.strerror or exc}") from None
     except UnicodeDecodeError:
         raise TaskFileError(f"{path}: not a text file (UTF-8)") from None
+    except MemoryError:  # under the cap, but more than this process may hold
+        raise TaskFileError(f"{path}: too large to read into memory") from None
     if text.lstrip().startswith("["):
         raw = _loads(path, text)
     else:
@@ -38,7 +44,41 @@ def read_task_records(path: Path) -> list[Any]:
             raise _too_deep(path) from None
     if not isinstance(raw, list):
         raise TaskFileError(f"{path}: expected a JSON array of tasks")
+    _check_unique_ids(path, raw)
     return raw
+
+
+def _read_bytes(path: Path) -> bytes:
+    """The file's bytes, refused past `MAX_FILE_SIZE` (the data files' cap, far above any
+    real tasks file): a regular file by its size, before it is read (a sparse file never
+    fills memory); a device or a pipe, which may never end, once that much has arrived."""
+    with path.open("rb") as fh:
+        info = os.fstat(fh.fileno())
+        if info.st_size > MAX_FILE_SIZE:
+            raise _too_large(path)
+        data = fh.read() if stat.S_ISREG(info.st_mode) else fh.read(MAX_FILE_SIZE + 1)
+    if len(data) > MAX_FILE_SIZE:
+        raise _too_large(path)
+    return data
+
+
+def _too_large(path: Path) -> TaskFileError:
+    mib = MAX_FILE_SIZE // (1024 * 1024)
+    return TaskFileError(f"{path}: too large for a tasks file (more than {mib} MiB)")
+
+
+def _check_unique_ids(path: Path, records: list[Any]) -> None:
+    """A task id twice would run (and count) one task twice under one name, and no
+    results file can hold both; the data directory's loader refuses it as damage too.
+    Tasks without a string `id` (v1 tasks: their index is their id) are not compared."""
+    seen: dict[str, int] = {}
+    for i, record in enumerate(records):
+        ident = record.get("id") if isinstance(record, dict) else None
+        if not isinstance(ident, str):
+            continue
+        if ident in seen:
+            raise TaskFileError(f"{path}: tasks {seen[ident]} and {i} have the same id {ident!r}")
+        seen[ident] = i
 
 
 def _unwrap(value: Any) -> Any:

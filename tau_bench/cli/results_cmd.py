@@ -95,6 +95,12 @@ def rescore(
     # This results format is τ-bench v1's; its domains are the v1 suite's.
     domains = {n: d for n, d in loaded.items() if isinstance(d, V1Domain)}
     if len(domains) != len(loaded):
+        if env is None:  # the run's own domains: a τ³ run log
+            fail(
+                f"{results} is a τ³ run: export it first with `tau export {results} "
+                "--format tau2 -o DIR`, then `tau rescore DIR/<run>.<domain>.json "
+                "--env tau3/<domain>`"
+            )
         fail("this results file is in τ-bench v1's format: rescore it with a v1 --env")
     try:
         outcome = rescore_run(

@@ -1,7 +1,9 @@
 """The τ³ side of `tau rescore` and `tau export`: τ² results files in and out.
 
 `results_cmd` calls these when `--env tau3/<domain>` / `--format tau2` is given, so the
-v1 paths stay as they were. User errors print one line and exit 2 (`fail`).
+v1 paths stay as they were. User errors print one line and exit 2 (`fail`). What comes
+from the file (task ids) is printed escaped (`printable`); what the rescore writes and
+prints has the judge's API key masked (`rescore_secrets`).
 """
 
 from __future__ import annotations
@@ -11,6 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from tau_adapters.jsonsafe import printable
+from tau_adapters.redaction import environment_secrets, mask_values
 from tau_bench.cli.errors import fail
 from tau_bench.cli.output_paths import check_output
 
@@ -31,6 +34,13 @@ def _judge(model: str | None, root: Path) -> Any:
     from tau_bench.suites.tau3 import make_judge
 
     return make_judge(model, {"root": root})
+
+
+def rescore_secrets() -> list[str]:
+    """What a rescore never writes or prints: the NL judge reads its API key from the
+    environment (OPENAI_API_KEY...), so every secret-looking environment value; a judge
+    may echo it into its reasoning or an error."""
+    return environment_secrets()
 
 
 def _fmt(value: float | None) -> str:
@@ -54,12 +64,13 @@ def rescore_tau2(
         fail(str(exc))
     domain = _tau3_domain(env, data_dir)
     judge = _judge(judge_model, domain.root)
+    secrets = rescore_secrets()
     try:
         out = rescore_results(data, model, domain.loaded, judge)
     except Tau2FileError as exc:
-        fail(str(exc))
+        fail(mask_values(str(exc), secrets))
     for task_id, trial, before, after in out.changed:
-        print(f"task {task_id} trial {trial}: {_fmt(before)} -> {_fmt(after)}")
+        print(printable(f"task {task_id} trial {trial}: {_fmt(before)} -> {_fmt(after)}"))
     if out.kept_embedded:
         _note(
             f"{len(out.kept_embedded)} task(s) not in the current data kept their embedded "
@@ -71,7 +82,7 @@ def rescore_tau2(
         f"{_fmt(out.average(out.before))} -> {_fmt(out.average(list(out.after)))}"
     )
     if output is not None:
-        write_json_atomic(output, out.data)
+        write_json_atomic(output, mask_values(out.data, secrets))
         _note(f"wrote {output}")
 
 
@@ -80,7 +91,7 @@ def export_tau2(runs: list[Any], output: Path, data_dir: str | None) -> None:
     `<run>.<domain>.json`, the run's name made safe and short as MT-bench names are)."""
     from tau_bench.analysis.mt_bench import bounded
     from tau_bench.task_ids import file_part
-    from tau_bench.tau3.interchange.export import export_records, record_domain
+    from tau_bench.tau3.interchange.export import ExportError, export_records, record_domain
 
     check_output(output, folder=True)
     wrote = 0
@@ -107,6 +118,8 @@ def export_tau2(runs: list[Any], output: Path, data_dir: str | None) -> None:
                     user_model=run.user_model,
                     seed=run.config.get("seed"),
                 )
+            except ExportError as exc:  # a damaged record, a task recorded twice
+                fail(str(exc))
             except OSError as exc:
                 fail(f"cannot write {path}: {exc.strerror or exc}")
             wrote += 1

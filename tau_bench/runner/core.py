@@ -60,6 +60,7 @@ from tau_bench.runner.types import (
     ProviderSlots,
     RunObserver,
     RunOutcome,
+    config_secrets,
     provider_secrets,
 )
 from tau_bench.users import UnknownUserStrategyError, build_user
@@ -96,6 +97,15 @@ class Runner:
         self.manifest: dict[str, Any] = {}
         self.breaker = CircuitBreaker(self.config.max_consecutive_failures)
         self.worker_stats: list[dict[str, Any]] = []  # per Ray worker (benchmarks)
+        self._config_secrets: list[str] | None = None
+
+    def secrets(self, provider: AgentProvider) -> list[str]:
+        """What every record and check message of this run masks: the provider's secrets
+        and the user simulators' and judge's (`runner.types.config_secrets`, gathered
+        once: a model may echo its API key into a user turn or a judge's reasoning)."""
+        if self._config_secrets is None:
+            self._config_secrets = config_secrets(self.config)
+        return [*provider_secrets(provider), *self._config_secrets]
 
     # The pieces that can fail on configuration run before any file is touched.
     def _build_provider(self) -> AgentProvider:
@@ -219,7 +229,7 @@ class Runner:
                 ),
                 cfg.episode_timeout,
             )
-            return record_from_episode(scored, task, secrets=provider_secrets(provider), **meta)
+            return record_from_episode(scored, task, secrets=self.secrets(provider), **meta)
         except Exception as exc:  # one broken episode never stops the run
             return record_from_exception(
                 task_id,
@@ -228,7 +238,7 @@ class Runner:
                 exc,
                 source="agent" if isinstance(exc, EpisodeTimeoutError) else stage,
                 duration=time.perf_counter() - t0,
-                secrets=provider_secrets(provider),
+                secrets=self.secrets(provider),
                 **meta,
             )
 
@@ -366,7 +376,7 @@ class Runner:
         await preflight(
             self.config,
             provider,
-            secrets=provider_secrets(provider),
+            secrets=self.secrets(provider),
             tasks=list(self.plan.tasks.values()),
         )
 

@@ -17,7 +17,6 @@ from tau_bench.config import RunConfigError
 from tau_bench.records import EpisodeRecord
 from tau_bench.results import write_json_atomic
 from tau_bench.runner.backends import is_entry_point
-from tau_bench.runner.types import provider_secrets
 
 if TYPE_CHECKING:
     from tau_bench.runner.core import Runner, RunOutcome
@@ -61,7 +60,7 @@ async def run_on_workers(runner: Runner) -> RunOutcome:
     check_workers(runner)
     runner._preflight_user()
     provider = runner._build_provider()  # fail fast on configuration, then close
-    secrets = provider_secrets(provider)  # the workers' too: masked in their errors
+    secrets = runner.secrets(provider)  # the workers' too (and the run's): masked in errors
     try:
         await runner._preflight(provider)
     finally:

@@ -1,5 +1,5 @@
-"""What a run hands around: progress hooks, its outcome, a provider's secrets, and the
-per-provider episode slots (small pieces `core` and the Ray driver share)."""
+"""What a run hands around: progress hooks, its outcome, a provider's and a run's secrets,
+and the per-provider episode slots (small pieces `core` and the Ray driver share)."""
 
 from __future__ import annotations
 
@@ -7,8 +7,11 @@ import asyncio
 import contextlib
 from dataclasses import dataclass
 from typing import Any, Protocol
+from urllib.parse import urlsplit
 
+from tau_adapters.redaction import environment_secrets, secret_values
 from tau_adapters.registry import AgentProvider
+from tau_bench.config import RunConfig
 from tau_bench.records import EpisodeRecord
 from tau_bench.runner.plan import RunPlan
 
@@ -49,6 +52,32 @@ def provider_secrets(provider: AgentProvider) -> list[str]:
         return [str(s) for s in found if s]
     except Exception:
         return []
+
+
+def config_secrets(config: RunConfig) -> list[str]:
+    """The secrets of every model a run calls besides the agent provider's own: the user
+    simulators' and the NL judge's API keys (they read them from the environment:
+    OPENAI_API_KEY..., so every secret-looking environment value), secret-looking agent
+    and user options, and the passwords of the model endpoints' URLs. A model may echo
+    any of them (a user simulator or a judge repeating its request), so records mask them
+    as they mask the provider's."""
+    found = set(environment_secrets()) | secret_values(config.agent_options)
+    for model in config.user_models or [config.user_model]:
+        try:
+            found |= secret_values(config.user_options(model))
+        except Exception:  # a user that cannot be configured fails the run elsewhere
+            continue
+    for url in (config.api_base, config.user_api_base):
+        found.update(p for p in [_url_password(url)] if p)
+    return sorted(found)
+
+
+def _url_password(url: str | None) -> str | None:
+    """The password of `https://user:PASS@host/...`, if any."""
+    try:
+        return urlsplit(url).password if url and "@" in url else None
+    except ValueError:
+        return None
 
 
 class ProviderSlots:

@@ -6,16 +6,20 @@ source at `tau data pull` time (`prompts/nl_judge_system_prompt.txt`,
 line per message. A failed call, an empty answer, an unparseable verdict or one with no
 results is a `JudgeError` (retryable: the episode is re-run on resume, never passed,
 tau2-bench #554); an unparseable verdict is asked again up to `attempts` times first.
-Token counts and cost of every judge call are returned with the checks.
+Token counts and cost of every judge call are returned with the checks. The judge's API
+key comes from the environment (OPENAI_API_KEY...): a judge that repeats it (or anything
+shaped like a key) has it masked in its checks and errors (`redaction.redact_text`).
 """
 
 from __future__ import annotations
 
 import asyncio
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
 from tau_adapters.protocol import Usage
+from tau_adapters.redaction import environment_secrets, mask_encoded, redact_text
 from tau_bench.tau3.data import prompt_text, resolve_tau3_data_dir
 from tau_bench.tau3.judge import JudgeError, NLCheck, parse_verdict, render
 from tau_bench.tau3.messages import Message
@@ -38,6 +42,21 @@ def judge_messages(root: Path, trajectory: list[Message], assertions: list[str])
         "{nl_assertions}", str(list(assertions))
     )
     return [{"role": "system", "content": system}, {"role": "user", "content": user}]
+
+
+def masked(text: str) -> str:
+    """`text` from (or about) the judge's answer with its API key masked, however spelled
+    (JSON-escaped, URL-encoded: `mask_encoded`), and anything shaped like a key."""
+    secrets = environment_secrets()
+    return redact_text(mask_encoded(text, secrets), secrets)
+
+
+def masked_checks(checks: list[NLCheck]) -> list[NLCheck]:
+    """The checks with secrets the judge echoed masked: they are written to results."""
+    return [
+        replace(c, nl_assertion=masked(c.nl_assertion), justification=masked(c.justification))
+        for c in checks
+    ]
 
 
 class LLMJudge:
@@ -79,7 +98,7 @@ class LLMJudge:
             try:
                 completion = await complete(self._config(), messages)
             except LLMError as exc:
-                raise RetryableJudgeError(f"NL judge {self.model} failed: {exc}") from exc
+                raise RetryableJudgeError(masked(f"NL judge {self.model} failed: {exc}")) from exc
             usage.add(completion.usage)
             try:
                 checks = parse_verdict(completion.content)
@@ -89,9 +108,11 @@ class LLMJudge:
             if not checks:
                 last = "the verdict has no results"
                 continue
-            return checks, {"model": self.model, **usage.to_dict()}
+            return masked_checks(checks), {"model": self.model, **usage.to_dict()}
         raise RetryableJudgeError(
-            f"NL judge {self.model}: no usable verdict after {self.attempts} attempts ({last})"
+            masked(
+                f"NL judge {self.model}: no usable verdict after {self.attempts} attempts ({last})"
+            )
         )
 
     def judge(self, trajectory: list[Message], assertions: list[str]) -> list[NLCheck]:

@@ -5,18 +5,26 @@ replaced by the current ones (matched by id; a task no longer in the data keeps 
 embedded definition and is reported), then every simulation is evaluated again (all
 components, the NL judge given) and its `reward_info` replaced. Everything else in the
 file is written back as read. An evaluation that raises (a replay mismatch, a judge
-failure) stops the rescore: a judge problem never becomes a reward.
+failure) stops the rescore with one line saying what (the mismatch's call, returned and
+expected content on that line): a judge problem never becomes a reward. A file is read
+only up to `MAX_FILE_SIZE` (a sparse or endless file is refused, never a MemoryError);
+this tool's own run log (`tau-adapters-run/1`) is recognised and the export that makes
+a τ² file of it named.
 """
 
 from __future__ import annotations
 
+import os
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from pydantic import ValidationError
 
+from tau_adapters.redaction import truncate
+from tau_bench.data.files import MAX_FILE_SIZE
 from tau_bench.json_decode import loads
+from tau_bench.results_log import LOG_FORMAT
 from tau_bench.tau3.domain import LoadedDomain
 from tau_bench.tau3.evaluator import evaluate
 from tau_bench.tau3.interchange.schema import Results
@@ -46,17 +54,22 @@ class Rescored:
         return sum(scored) / len(scored) if scored else None
 
 
+MAX_MESSAGE_CHARS = 2000
+"""Longest error detail kept on the one line (a replay mismatch quotes tool results)."""
+
+
 def read_results(path: Path) -> tuple[dict[str, Any], Results]:
     """The raw data and its validated model; `Tau2FileError` for anything else."""
+    raw = _read_capped(path)
     try:
-        data = loads(path.read_bytes())
-    except OSError as exc:
-        raise Tau2FileError(f"cannot read {path}: {exc.strerror}") from None
+        data = loads(raw)
     except ValueError as exc:  # JSONTooDeepError too: never a RecursionError
-        raise Tau2FileError(f"{path} is not JSON: {exc}") from None
+        problem = _run_log_problem(path, _first_line(raw))
+        raise Tau2FileError(problem or f"{path} is not JSON: {exc}") from None
     if not isinstance(data, dict) or "simulations" not in data or "info" not in data:
         raise Tau2FileError(
-            f"{path} is not a τ² results file (no info/tasks/simulations); "
+            _run_log_problem(path, data)  # a log of no episode: its header alone
+            or f"{path} is not a τ² results file (no info/tasks/simulations); "
             "for τ-bench v1 results use a v1 --env"
         )
     try:
@@ -66,6 +79,56 @@ def read_results(path: Path) -> tuple[dict[str, Any], Results]:
         where = "".join(f"{p}: " for p in [".".join(str(p) for p in first["loc"])] if p)
         msg = str(first["msg"]).removeprefix("Value error, ")
         raise Tau2FileError(f"{path} is not a valid τ² results file: {where}{msg}") from None
+
+
+def _read_capped(path: Path) -> bytes:
+    """The file's bytes, at most `MAX_FILE_SIZE` (the data files' cap: a τ² results file
+    of a full run is far smaller). A larger regular file is refused by its size before
+    it is read; a device or a pipe once that much has arrived."""
+    try:
+        with Path(path).open("rb") as fh:
+            if os.fstat(fh.fileno()).st_size > MAX_FILE_SIZE:
+                raise _too_large(path)
+            data = fh.read(MAX_FILE_SIZE + 1)
+    except OSError as exc:
+        raise Tau2FileError(f"cannot read {path}: {exc.strerror or exc}") from None
+    except MemoryError:
+        raise _too_large(path) from None
+    if len(data) > MAX_FILE_SIZE:
+        raise _too_large(path)
+    return data
+
+
+def _too_large(path: Path) -> Tau2FileError:
+    cap = MAX_FILE_SIZE // (1024 * 1024)
+    return Tau2FileError(f"{path} is larger than {cap} MiB: not a τ² results file")
+
+
+def _first_line(raw: bytes) -> Any:
+    """The first line of `raw` decoded (None when it is not JSON): a run log's header."""
+    end = raw.find(b"\n")
+    try:
+        return loads(raw if end < 0 else raw[:end])
+    except ValueError:
+        return None
+
+
+def _run_log_problem(path: Path, header: Any) -> str | None:
+    """What to do when the file is one of our own run logs (`header`, its first line, a
+    `tau-adapters-run/1` header) rather than a τ² results file; None otherwise."""
+    if not isinstance(header, dict) or header.get("format") != LOG_FORMAT:
+        return None
+    return (
+        f"{path} is a tau run results log, not a τ² results file: export it first with "
+        f"`tau export {path} --format tau2 -o DIR`, then rescore DIR/<run>.<domain>.json"
+    )
+
+
+def one_line(text: str) -> str:
+    """`text` (a multi-line error: a replay mismatch's call, returned and expected
+    contents) on one line, its whitespace runs as single spaces, cut to
+    `MAX_MESSAGE_CHARS`; control characters are escaped where it is printed."""
+    return truncate(" ".join(text.split()), MAX_MESSAGE_CHARS)
 
 
 def trajectory_of(messages: list[dict[str, Any]]) -> list[Message]:
@@ -125,7 +188,7 @@ def rescore_results(
         except Exception as exc:
             raise Tau2FileError(
                 f"simulation {sim.id} (task {sim.task_id}): cannot evaluate: "
-                f"{type(exc).__name__}: {str(exc).splitlines()[0] if str(exc) else ''}"
+                f"{type(exc).__name__}: {one_line(str(exc))}"
             ) from None
         old = sim.reward_info.reward if sim.reward_info is not None else None
         result.before.append(old)

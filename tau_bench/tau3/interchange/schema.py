@@ -10,9 +10,17 @@ prepare`. Required fields are required here too; fields we do not use are kept a
 
 from __future__ import annotations
 
-from typing import Any, Literal, get_args
+from typing import Annotated, Any, Literal, get_args
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Discriminator,
+    Field,
+    Tag,
+    field_validator,
+    model_validator,
+)
 
 from tau_bench.tau3.tasks import Task
 
@@ -91,7 +99,30 @@ class MultiToolMessage(_Open):
     tool_messages: list[ToolMessage]
 
 
-Message = SystemMessage | ParticipantMessage | ToolMessage | MultiToolMessage
+_KINDS = {"system": "system", "assistant": "participant", "user": "participant"}
+
+
+def _message_kind(value: Any) -> str | None:
+    """Which model a message is, by its role: a damaged message is then reported against
+    that model (`messages.3.tool.content: ...`), not against every model of the union."""
+    data = value if isinstance(value, dict) else getattr(value, "__dict__", {})
+    role = data.get("role")
+    if role == "tool":
+        return "multi_tool" if "tool_messages" in data else "tool"
+    return _KINDS.get(role) if isinstance(role, str) else None
+
+
+Message = Annotated[
+    Annotated[SystemMessage, Tag("system")]
+    | Annotated[ParticipantMessage, Tag("participant")]
+    | Annotated[ToolMessage, Tag("tool")]
+    | Annotated[MultiToolMessage, Tag("multi_tool")],
+    Discriminator(
+        _message_kind,
+        custom_error_type="message_role",
+        custom_error_message="role should be 'system', 'assistant', 'user' or 'tool'",
+    ),
+]
 
 
 class DBCheck(_Open):
