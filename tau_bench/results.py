@@ -13,6 +13,7 @@
 from __future__ import annotations
 
 import contextlib
+import errno
 import json
 import os
 from collections.abc import Callable, Iterable
@@ -20,6 +21,7 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
+from tau_bench.output_files import special_kind
 from tau_bench.records import (
     EpisodeRecord,
     now_iso,
@@ -138,7 +140,11 @@ def write_json_atomic(path: Path, data: Any) -> None:
     """Write JSON through a temporary file and rename, so readers never see half a file.
 
     A write that fails (a full disk, `path` a folder, Ctrl-C) removes the temporary file
-    it made and raises: nothing is left next to `path`."""
+    it made and raises: nothing is left next to `path`. A `path` that exists but is not a
+    regular file (a device, a pipe) is refused (OSError) rather than replaced."""
+    kind = special_kind(path)
+    if kind is not None:  # the rename would replace the device (`/dev/null`) itself
+        raise OSError(errno.EINVAL, f"{kind}, not a regular file: not replaced", str(path))
     path.parent.mkdir(parents=True, exist_ok=True)
     tmp = path.with_name(path.name + ".tmp")
     made = False

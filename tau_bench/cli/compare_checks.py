@@ -6,7 +6,6 @@ output paths (`--json`, `-o`, `--png-dir`) made before any work."""
 from __future__ import annotations
 
 import math
-import os
 import sys
 from collections.abc import Mapping, Sequence
 from pathlib import Path
@@ -14,6 +13,7 @@ from typing import TYPE_CHECKING, Any
 
 from tau_adapters.jsonsafe import printable
 from tau_bench.cli.errors import fail
+from tau_bench.output_files import same_file
 
 if TYPE_CHECKING:
     from tau_bench.analysis.compare import Comparison
@@ -120,15 +120,6 @@ def run_files(run: Run) -> list[Path]:
     ]
 
 
-def _same_file(a: Path, b: Path) -> bool:
-    if os.path.realpath(a) == os.path.realpath(b):
-        return True
-    try:
-        return os.path.samefile(a, b)  # hard links, bind mounts
-    except OSError:  # one of them does not exist
-        return False
-
-
 def check_not_input(outputs: Mapping[str, Sequence[Path]], runs: Sequence[Run]) -> None:
     """Refuse (one line, exit 2) an output that is one of the compared runs' files:
     writing it would replace a run's results with a report. `outputs` maps what the
@@ -137,7 +128,7 @@ def check_not_input(outputs: Mapping[str, Sequence[Path]], runs: Sequence[Run]) 
         for out in paths:
             for run in runs:
                 for part in run_files(run):
-                    if not _same_file(out, part):
+                    if not same_file(out, part):
                         continue
                     what = (
                         "an input" if part == Path(run.path) else f"part of input run {run.label}"

@@ -84,6 +84,10 @@ def eval(
         cfg = eval_config_from_mapping(data)
     except RunConfigError as exc:
         fail(str(exc))
+    from tau_bench.output_files import same_file
+
+    if same_file(cfg.output_path, config):
+        fail(f"--output {cfg.output_path} is the eval's --config file: choose another output")
     _execute(cfg, resume=resume, quiet=quiet, config_path=config)
 
 

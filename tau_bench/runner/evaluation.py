@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import asyncio
-import os
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -12,6 +11,7 @@ from typing import Any
 from tau_bench.analysis.variance import decompose_groups
 from tau_bench.config import EvalConfig, RunConfigError
 from tau_bench.metrics import eval_metrics
+from tau_bench.output_files import output_problem, same_file
 from tau_bench.records import now_iso
 from tau_bench.results import write_json_atomic
 from tau_bench.runner.core import Runner, RunObserver, RunOutcome
@@ -32,7 +32,6 @@ def prepare_eval(config: EvalConfig, *, resume: bool = False) -> dict[str, RunPl
 
     Runs that already have a log are resumed with `resume`, and refused without it.
     """
-    _check_writable(config.output_path)
     total = int(config.run.get("max_concurrency") or 1)
     n = len(config.user_models)
     plans: dict[str, RunPlan] = {}
@@ -46,22 +45,24 @@ def prepare_eval(config: EvalConfig, *, resume: bool = False) -> dict[str, RunPl
             )
         existing = str(log) if log.exists() else None
         plans[model] = prepare_run(config.run_config(model, max_concurrency=share, resume=existing))
+    _check_output(config.output_path, plans)  # prepare_run writes nothing: still in time
     return plans
 
 
-def _check_writable(path: Path) -> None:
-    """Refuse an `--output` the report could not be written to, before any episode runs
-    (the report is written last: an unusable path lost it after the whole eval)."""
-    if path.is_dir():
-        raise RunConfigError(f"--output {path} is a directory; give a file name")
-    parent = path.parent
-    for ancestor in (parent, *parent.parents):
-        if ancestor.exists():
-            if not ancestor.is_dir():
-                raise RunConfigError(f"--output {path}: {ancestor} is not a directory")
-            if not os.access(ancestor, os.W_OK):
-                raise RunConfigError(f"--output {path}: {ancestor} is not writable")
-            return
+def _check_output(path: Path, plans: Mapping[str, RunPlan]) -> None:
+    """Refuse an `--output` the report could not be written to, or must not replace (a
+    device, one of the eval's own run files), before any episode runs: the report is
+    written last, and an unusable path lost it after the whole eval."""
+    problem = output_problem(path, "--output")
+    if problem is not None:
+        raise RunConfigError(problem)
+    for model, plan in plans.items():
+        for own in (plan.log_path, plan.results_path, plan.summary_path):
+            if same_file(path, Path(own)):
+                raise RunConfigError(
+                    f"--output {path} is {own}, a file of the eval's run for user model "
+                    f"{model}: choose another output"
+                )
 
 
 def eval_report(

@@ -7,13 +7,13 @@ from __future__ import annotations
 
 import codecs
 import json
-import os
 from collections.abc import Iterable
 from pathlib import Path
 from types import TracebackType
 from typing import IO, Any
 
 from tau_adapters.redaction import environment_secrets, mask_values, secret_values
+from tau_bench.output_files import same_file
 
 
 def run_secrets(llm_options: dict[str, Any] | None = None) -> list[str]:
@@ -128,16 +128,6 @@ def output_files_problem(
         if problem:
             return f"{name}: {problem}"
     return None
-
-
-def same_file(a: Path, b: Path) -> bool:
-    """Whether two paths name one file (resolved, symlinks followed; hard links too)."""
-    try:
-        if a.resolve() == b.resolve():
-            return True
-        return a.exists() and b.exists() and os.path.samefile(a, b)
-    except OSError:
-        return False
 
 
 def next_sample_index(paths: list[Path | None], env: str, difficulty: str, seed: int) -> int:

@@ -5,6 +5,8 @@ from __future__ import annotations
 import itertools
 import json
 import math
+import os
+import stat
 from pathlib import Path
 from typing import Any
 
@@ -15,6 +17,7 @@ from tau_bench.cli.app import app
 from tau_bench.config import RunConfigError, default_ks, eval_config_from_mapping
 from tau_bench.metrics import eval_metrics, pass_at_k, pass_hat_k
 from tau_bench.records import EpisodeRecord
+from tau_bench.results import write_json_atomic
 from tau_bench.users.prompts import GREETING
 from tests.conftest import DATA_DIR
 from tests.tau_bench.agents.fake_llm import (
@@ -270,3 +273,31 @@ def test_an_unusable_output_is_refused_before_any_episode_runs(tmp_path, output)
     assert result.exit_code == 2, result.output
     assert result.output.strip().startswith("error: --output") and "Traceback" not in result.output
     assert not (tmp_path / "logs").exists()
+
+
+@pytest.mark.parametrize("output", ["fifo", "eval.yaml", "logs/mix/mix__openai_helpful.jsonl"])
+def test_an_output_that_must_not_be_replaced_is_refused_before_any_episode_runs(
+    tmp_path, output
+):
+    """The report is written by an atomic rename, which replaced a device or a pipe
+    itself (`--output /dev/null` as root), the eval's own config, or one of its runs'
+    logs (then `--resume` found no log)."""
+    os.mkfifo(tmp_path / "fifo")
+    config = write_eval(tmp_path / "eval.yaml", tmp_path / "logs")
+    before = config.read_text()
+    result = CliRunner().invoke(
+        app, ["eval", "--config", str(config), "--output", str(tmp_path / output)]
+    )
+    assert result.exit_code == 2, result.output
+    assert result.output.strip().startswith("error: --output") and "Traceback" not in result.output
+    assert result.output.count("\n") == 1
+    assert not (tmp_path / "logs").exists()
+    assert stat.S_ISFIFO((tmp_path / "fifo").stat().st_mode) and config.read_text() == before
+
+
+def test_write_json_atomic_never_replaces_a_device_or_pipe(tmp_path):
+    os.mkfifo(tmp_path / "fifo")
+    with pytest.raises(OSError, match="not a regular file"):
+        write_json_atomic(tmp_path / "fifo", {"a": 1})
+    assert stat.S_ISFIFO((tmp_path / "fifo").stat().st_mode)
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["fifo"]

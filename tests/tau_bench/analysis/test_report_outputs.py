@@ -9,6 +9,7 @@ import http.server
 import json
 import os
 import resource
+import stat
 import subprocess
 import sys
 import threading
@@ -299,3 +300,18 @@ def test_a_lone_surrogate_in_a_message_does_not_stop_the_report(two: tuple[Path,
     proc = tau("report", log, "-o", out)
     assert proc.returncode == 0, proc.stderr[-2000:]
     assert out.read_text().startswith("<!DOCTYPE html>")
+
+
+@pytest.mark.parametrize("command", ["report", "compare"])
+def test_a_pipe_or_device_output_is_refused_not_replaced(
+    two: tuple[Path, Path], command: str
+) -> None:
+    """The atomic rename replaced the special file itself (`-o /dev/null` as root
+    replaced the system's device with a report)."""
+    fifo = two[0].parent / "pipe"
+    os.mkfifo(fifo)
+    args = ("-o", fifo) if command == "report" else ("--json", fifo, "--no-matrix")
+    proc = tau(command, *two, *args)
+    line = one_error_line(proc)
+    assert line.endswith("is a named pipe, not a regular file; give a file name"), line
+    assert stat.S_ISFIFO(fifo.stat().st_mode)
