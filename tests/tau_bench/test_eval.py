@@ -276,9 +276,7 @@ def test_an_unusable_output_is_refused_before_any_episode_runs(tmp_path, output)
 
 
 @pytest.mark.parametrize("output", ["fifo", "eval.yaml", "logs/mix/mix__openai_helpful.jsonl"])
-def test_an_output_that_must_not_be_replaced_is_refused_before_any_episode_runs(
-    tmp_path, output
-):
+def test_an_output_that_must_not_be_replaced_is_refused_before_any_episode_runs(tmp_path, output):
     """The report is written by an atomic rename, which replaced a device or a pipe
     itself (`--output /dev/null` as root), the eval's own config, or one of its runs'
     logs (then `--resume` found no log)."""
