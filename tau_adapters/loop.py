@@ -11,7 +11,10 @@ A user with tools of its own (`user_executor`; τ³ telecom) may answer with too
 and the loop asks it again until it says something; the agent sees only those words.
 
 Adapter and user-simulator exceptions end the episode with a typed `EpisodeError`
-in the result; they never propagate (cancellation does, after `close`).
+in the result; they never propagate (cancellation does, after `close`). So does a `send`
+that returns something other than a well-formed `AgentTurn` (`turn_problems`): a
+protocol error of the agent. A turn's usage that no results reader accepts (a NaN cost, a
+negative token count) is counted as 0, with a warning: bookkeeping never ends an episode.
 """
 
 from __future__ import annotations
@@ -35,6 +38,7 @@ from tau_adapters.protocol import (
     AdapterError,
     AgentAdapter,
     AgentTurn,
+    AgentTurnError,
     SessionContext,
     ToolExecutor,
     ToolResults,
@@ -43,6 +47,8 @@ from tau_adapters.protocol import (
     UserReply,
     UserSimulator,
     UserTurn,
+    clean_usage,
+    turn_problems,
 )
 
 __all__ = ["DEFAULT_MAX_STEPS", "EpisodeError", "EpisodeResult", "TurnRecord", "run_episode"]
@@ -174,7 +180,7 @@ async def run_episode(
         pending: UserTurn | ToolResults = UserTurn(user_text)
         while True:
             t0 = time.perf_counter()
-            turn: AgentTurn = await _guarded("agent", adapter.send(pending))
+            turn = _checked_turn(await _guarded("agent", adapter.send(pending)))
             _record_agent_turn(result, turn, pending, time.perf_counter() - t0)
             calls = list(turn.tool_calls)
             if max_tool_calls_per_turn is not None and len(calls) > max_tool_calls_per_turn:
@@ -252,17 +258,42 @@ async def _user_words(
     return reply.text
 
 
+def _checked_turn(turn: Any) -> AgentTurn:
+    """`turn` if it is a well-formed `AgentTurn`; otherwise the episode ends with the
+    adapter's protocol error naming its first mistake (not an AttributeError of ours, nor
+    a string recorded letter by letter)."""
+    problems = turn_problems(turn)
+    if not problems:
+        return turn  # type: ignore[no-any-return]
+    more = f" (and {len(problems) - 1} more problem(s))" if len(problems) > 1 else ""
+    raise _EpisodeFailed(_error_from(AgentTurnError(f"adapter bug: {problems[0]}{more}"), "agent"))
+
+
+def _usable_usage(result: EpisodeResult, usage: Usage | None) -> Usage | None:
+    """`usage` with the values no results reader accepts counted as 0; the first drop of
+    each field is noted in the episode's warnings (once: a bot may do it every turn)."""
+    if usage is None:
+        return None
+    usage, dropped = clean_usage(usage)
+    for item in dropped:
+        name = item.split("=", 1)[0]
+        if not any(w.startswith(f"agent usage: {name}=") for w in result.warnings):
+            result.warnings.append(f"agent usage: {item} is not a finite number >= 0; counted as 0")
+    return usage
+
+
 def _record_agent_turn(
     result: EpisodeResult, turn: AgentTurn, pending: UserTurn | ToolResults, latency: float
 ) -> None:
-    result.agent_usage.add(turn.usage)
+    usage = _usable_usage(result, turn.usage)
+    result.agent_usage.add(usage)
     result.turns.append(
         TurnRecord(
             "agent",
             latency,
             input_kind="user" if isinstance(pending, UserTurn) else "tool_results",
             raw=list(turn.raw),
-            usage=turn.usage.to_dict() if turn.usage else None,
+            usage=usage.to_dict() if usage else None,
             extra=dict(turn.extra),
         )
     )

@@ -10,8 +10,12 @@ observations are strings.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+import json
+import math
+from dataclasses import dataclass, field, replace
 from typing import Any, Protocol, runtime_checkable
+
+from tau_adapters.jsonsafe import printable
 
 
 @dataclass
@@ -287,3 +291,98 @@ class AdapterLimitError(AdapterError):
     property of the platform, recorded per episode, not a bug of the agent."""
 
     kind = "agent_platform_limit"
+
+
+class AgentTurnError(AdapterProtocolError):
+    """An adapter's `send` returned something that is not a well-formed `AgentTurn` (a bug
+    in the adapter, not an answer of its agent): the episode ends with this protocol error."""
+
+
+USAGE_FIELDS = ("prompt_tokens", "completion_tokens", "cost", "calls")
+
+
+def _shown(value: Any, limit: int = 40) -> str:
+    text = repr(value)
+    return text if len(text) <= limit else text[: limit - 3] + "..."
+
+
+def _kind(value: Any) -> str:
+    """The type name of `value` as it may be shown (a class name is the adapter's text)."""
+    name = printable(type(value).__name__)
+    return name if len(name) <= 60 else name[:57] + "..."
+
+
+def _usable_number(value: Any) -> bool:
+    """A finite number >= 0 (not a bool): what every reader of a results file accepts."""
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        return False
+    try:
+        return math.isfinite(value) and value >= 0
+    except OverflowError:  # an integer beyond any float
+        return False
+
+
+def clean_usage(usage: Usage) -> tuple[Usage, list[str]]:
+    """`usage` with every field that is not a finite number >= 0 (a NaN or infinite cost, a
+    negative token count, a string) set to 0, the "unknown" of `Usage`, and those fields
+    as `name=value`. Why: one such value makes the run's totals NaN and its results file
+    unreadable to `--resume`, `tau view` and `tau compare`; an adapter's bad bookkeeping
+    must not cost the episode."""
+    bad = {name: getattr(usage, name) for name in USAGE_FIELDS}
+    bad = {name: value for name, value in bad.items() if not _usable_number(value)}
+    if not bad:
+        return usage, []
+    return replace(usage, **dict.fromkeys(bad, 0)), [f"{n}={_shown(v)}" for n, v in bad.items()]
+
+
+def _call_problems(index: int, call: Any) -> list[str]:
+    where = f"AgentTurn.tool_calls[{index}]"
+    if not isinstance(call, ToolCall):
+        return [f"{where} is {_kind(call)}, expected ToolCall"]
+    problems = [
+        f"{where}.{name} is {_kind(value)}, expected str"
+        for name, value in (("id", call.id), ("name", call.name))
+        if not isinstance(value, str)
+    ]
+    try:
+        json.dumps(call.arguments)
+    except (TypeError, ValueError, RecursionError) as exc:
+        reason = "nested too deep" if isinstance(exc, RecursionError) else _shown(str(exc), 80)
+        problems.append(f"{where}.arguments cannot be encoded as JSON ({reason})")
+    return problems
+
+
+def turn_problems(turn: Any) -> list[str]:
+    """What is wrong with the shape of what an adapter's `send` returned (empty: nothing).
+
+    The episode loop ends the episode with an `AgentTurnError` naming the first problem,
+    and the conformance kit (`tau_adapters.testing`) reports them all: one function, so
+    the kit and the runner judge an adapter alike. Only types are checked; what the agent
+    said (any text, any tool name, the arguments a model made up) is scored, not refused."""
+    if not isinstance(turn, AgentTurn):
+        return [f"send returned {_kind(turn)}, expected AgentTurn"]
+    problems: list[str] = []
+    if not isinstance(turn.messages, list):
+        problems.append(f"AgentTurn.messages must be a list of str, got {_kind(turn.messages)}")
+    else:
+        odd = [m for m in turn.messages if not isinstance(m, str)]
+        if odd:
+            problems.append(f"AgentTurn.messages must be a list of str, one is {_kind(odd[0])}")
+    if not isinstance(turn.tool_calls, list):
+        problems.append(
+            f"AgentTurn.tool_calls is {_kind(turn.tool_calls)}, expected a list of ToolCall"
+        )
+    else:
+        for i, call in enumerate(turn.tool_calls):
+            found = _call_problems(i, call)
+            if found:  # the first bad call is enough: a turn may hold thousands
+                problems.extend(found)
+                break
+    for name, value, kind, expected in (
+        ("usage", turn.usage, Usage | None, "Usage or None"),
+        ("raw", turn.raw, list, "a list"),
+        ("extra", turn.extra, dict, "a dict"),
+    ):
+        if not isinstance(value, kind):
+            problems.append(f"AgentTurn.{name} is {_kind(value)}, expected {expected}")
+    return problems

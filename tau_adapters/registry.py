@@ -4,18 +4,28 @@ A package registers `name = "module:build"` under `[project.entry-points.tau_ada
 `build(options)` returns an `AgentProvider`: built once per run (shared clients, caches),
 it makes one fresh `AgentAdapter` per episode. Nothing in the core names a concrete
 adapter; this repository's own baselines and adapters register the same way.
+
+Third-party code is untrusted here: a plugin that fails to import or to build becomes one
+`AdapterLoadError`/`AdapterBuildError` line naming it (secrets masked, control characters
+escaped), and a plugin named like one of this package's own entry points never replaces
+it (`resolve`: the built-in wins, the other is listed as shadowed).
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from importlib.metadata import EntryPoint, entry_points
 from typing import Any, Protocol, runtime_checkable
 
 from tau_adapters.extras import MissingExtraError, extra_for
-from tau_adapters.protocol import AgentAdapter
+from tau_adapters.jsonsafe import printable
+from tau_adapters.protocol import AdapterConfigError, AdapterError, AgentAdapter
+from tau_adapters.redaction import environment_secrets, mask_values, secret_values
 
 GROUP = "tau_adapters"
+
+OWN_DISTRIBUTION = "tau-adapters"
+"""The distribution whose entry points are built in: they win over a plugin's of one name."""
 
 
 @runtime_checkable
@@ -58,6 +68,17 @@ class UnknownAdapterError(LookupError):
     pass
 
 
+class AdapterLoadError(UnknownAdapterError):
+    """An installed strategy whose entry point cannot be loaded (its module raises on
+    import, has a syntax error, lacks the attribute...). An `UnknownAdapterError`, so every
+    caller that reports an unknown strategy in one line reports this one the same way."""
+
+
+class AdapterBuildError(AdapterConfigError):
+    """A strategy's builder raised: its message, secrets masked, on one line. An
+    `AdapterConfigError`, so the CLI and the runner show it as a configuration error."""
+
+
 _extra: dict[str, Builder] = {}
 
 
@@ -66,12 +87,81 @@ def register(name: str, builder: Builder) -> None:
     _extra[name] = builder
 
 
+def is_builtin(ep: EntryPoint) -> bool:
+    """Whether `ep` ships with this package (its own baselines, adapters and commands)."""
+    dist = getattr(ep, "dist", None)
+    name = getattr(dist, "name", None) or ""
+    return name.lower().replace("_", "-").replace(".", "-") == OWN_DISTRIBUTION
+
+
+def distribution_name(ep: EntryPoint) -> str:
+    """The distribution that declares `ep` (for messages), or "?" when unknown."""
+    return str(getattr(getattr(ep, "dist", None), "name", None) or "?")
+
+
+def resolve(group: str) -> tuple[dict[str, EntryPoint], list[tuple[EntryPoint, EntryPoint]]]:
+    """The entry point each name of `group` means, and the (shadowed, winner) pairs.
+
+    Installing a plugin must never silently replace a built-in (`oracle`, `http`): this
+    package's own entry point wins; between two plugins the first on sys.path wins (the
+    one Python itself would import). Identical duplicates are not reported.
+    """
+    chosen: dict[str, EntryPoint] = {}
+    shadowed: list[tuple[EntryPoint, EntryPoint]] = []
+    for ep in entry_points(group=group):
+        current = chosen.get(ep.name)
+        if current is None:
+            chosen[ep.name] = ep
+        elif current.value == ep.value and is_builtin(current) == is_builtin(ep):
+            continue
+        elif is_builtin(ep) and not is_builtin(current):
+            chosen[ep.name] = ep
+            shadowed.append((current, ep))
+        else:
+            shadowed.append((ep, current))
+    return chosen, shadowed
+
+
 def _entry_points() -> dict[str, EntryPoint]:
-    return {ep.name: ep for ep in entry_points(group=GROUP)}
+    return resolve(GROUP)[0]
 
 
 def available() -> list[str]:
     return sorted(set(_entry_points()) | set(_extra))
+
+
+def shadowed() -> list[tuple[EntryPoint, EntryPoint]]:
+    """(shadowed, winner) pairs of `tau_adapters` entry points sharing a name."""
+    return resolve(GROUP)[1]
+
+
+def one_line(text: str, secrets: Iterable[str | None] = ()) -> str:
+    """`text` safe for one terminal line: `secrets` and the environment's masked, control
+    characters and newlines escaped (third-party messages are untrusted)."""
+    masked = mask_values(text, [*secrets, *environment_secrets()])
+    return printable(str(masked)).replace("\n", "\\n")
+
+
+def describe_exception(exc: BaseException, secrets: Iterable[str | None] = ()) -> str:
+    """`Type: message` of a plugin's exception, on one safe line."""
+    message = str(exc)
+    text = f"{type(exc).__name__}: {message}" if message else type(exc).__name__
+    return one_line(text, secrets)
+
+
+def load_entry_point(ep: EntryPoint, what: str) -> Any:
+    """`ep.load()`; a missing optional dependency is a MissingExtraError, any other failure
+    an AdapterLoadError naming `what`, the entry point's value and the error."""
+    try:
+        return ep.load()
+    except ModuleNotFoundError as exc:
+        extra = extra_for(exc.name)
+        if extra is not None:
+            raise MissingExtraError(extra, exc.name or ep.name) from None
+        error = describe_exception(exc)
+    except Exception as exc:  # SyntaxError, AttributeError, whatever the module raises
+        error = describe_exception(exc)
+    raise AdapterLoadError(one_line(f"{what} ({ep.value}) failed to load: {error}"))
 
 
 def load_builder(name: str) -> Builder:
@@ -82,18 +172,35 @@ def load_builder(name: str) -> Builder:
         raise UnknownAdapterError(
             f"unknown agent strategy {name!r}; available: {', '.join(available()) or 'none'}"
         )
-    try:
-        builder = eps[name].load()
-    except ModuleNotFoundError as exc:
-        extra = extra_for(exc.name)
-        if extra is None:
-            raise
-        raise MissingExtraError(extra, exc.name or name) from None
+    builder = load_entry_point(eps[name], f"agent strategy {name!r}")
     if not callable(builder):
         raise UnknownAdapterError(f"entry point {name!r} does not name a callable")
     return builder  # type: ignore[no-any-return]
 
 
 def build_provider(name: str, options: Mapping[str, Any]) -> AgentProvider:
-    """The provider registered as `name`, built with `options`."""
-    return load_builder(name)(options)
+    """The provider registered as `name`, built with `options`.
+
+    A builder is third-party code: anything it raises but an ImportError (a missing
+    dependency, told as such by the callers) becomes an AdapterBuildError whose message has
+    the options' and the environment's secrets masked.
+    """
+    builder = load_builder(name)
+    try:
+        return builder(options)
+    except ImportError:
+        raise
+    except Exception as exc:
+        raise AdapterBuildError(_build_message(name, exc, secret_values(options))) from None
+
+
+def _build_message(name: str, exc: Exception, secrets: Iterable[str]) -> str:
+    """An expected configuration error keeps its own text; anything else is a plugin bug
+    and says which entry point raised what."""
+    if isinstance(exc, AdapterError | ValueError | KeyError):
+        return str(mask_values(str(exc), [*secrets, *environment_secrets()]))
+    where = name
+    ep = _entry_points().get(name)
+    if name not in _extra and ep is not None:
+        where = ep.value
+    return f"{one_line(where)} raised {describe_exception(exc, secrets)}"

@@ -6,16 +6,20 @@
         assert_adapter_conforms(lambda: MyAdapter(url=...), session=my_session)
 
 It drives the adapter through the same calls the episode loop makes and checks the
-contract: `start` then `send` return well-formed `AgentTurn`s; tool calls have ids,
-names and JSON-serialisable arguments; tool results (including error results) are
-accepted; a `send` cancelled mid-flight does not break `close`; `close` is idempotent.
-Checks that need the agent to call a tool are reported as skipped (not failed) when it
-never does, unless `require_tool_call=True`.
+contract: the methods are `async`; `start` then `send` return well-formed `AgentTurn`s
+(the runner's own check, `tau_adapters.protocol.turn_problems`, plus: tool calls have
+non-empty, distinct ids and names; messages are encodable text; usage holds finite
+numbers >= 0); tool results (including error results) are accepted; no call blocks the
+event loop past `timeout`; a `send` cancelled mid-flight does not break `close`; `close`
+is idempotent. Every violation is reported, never raised. Checks that need the agent to
+call a tool are reported as skipped (not failed) when it never does, unless
+`require_tool_call=True`.
 """
 
 from __future__ import annotations
 
 import asyncio
+import inspect
 import json
 import uuid
 from collections.abc import Callable
@@ -30,6 +34,8 @@ from tau_adapters.protocol import (
     ToolResult,
     ToolResults,
     UserTurn,
+    clean_usage,
+    turn_problems,
 )
 
 ECHO_TOOL = {
@@ -74,34 +80,104 @@ def default_session() -> SessionContext:
     )
 
 
+def _has_lone_surrogate(text: str) -> bool:
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return True
+    return False
+
+
 def _turn_problems(turn: Any) -> list[str]:
-    if not isinstance(turn, AgentTurn):
-        return [f"send returned {type(turn).__name__}, expected AgentTurn"]
-    problems = []
-    if not isinstance(turn.messages, list) or not all(isinstance(m, str) for m in turn.messages):
-        problems.append("AgentTurn.messages must be a list of str")
-    if not isinstance(turn.tool_calls, list):
-        problems.append("AgentTurn.tool_calls must be a list")
+    """The runner's own checks (`turn_problems`: a turn failing them ends the episode as
+    the agent's protocol error), then what the runner tolerates but a good adapter avoids:
+    tool calls without an id or a name, ids repeated within a turn, lone surrogates in
+    messages (written as U+FFFD), usage no reader accepts (counted as 0), empty turns."""
+    problems = turn_problems(turn)
+    if problems:
         return problems
     ids = set()
     for call in turn.tool_calls:
-        if not isinstance(call, ToolCall):
-            problems.append(f"tool call is {type(call).__name__}, expected ToolCall")
-            continue
-        if not isinstance(call.id, str) or not call.id:
-            problems.append("tool call without a string id")
+        if not call.id:
+            problems.append("tool call with an empty id")
         if call.id in ids:
             problems.append(f"duplicate tool call id {call.id!r} in one turn")
         ids.add(call.id)
-        if not isinstance(call.name, str) or not call.name:
-            problems.append("tool call without a name")
-        try:
-            json.dumps(call.arguments)
-        except (TypeError, ValueError):
-            problems.append(f"arguments of {call.name!r} are not JSON-serialisable")
+        if not call.name:
+            problems.append("tool call with an empty name")
+    if any(_has_lone_surrogate(m) for m in turn.messages):
+        problems.append("a message holds a lone surrogate (not encodable as UTF-8)")
+    if turn.usage is not None:
+        problems.extend(
+            f"usage {item} is not a finite number >= 0" for item in clean_usage(turn.usage)[1]
+        )
     if not turn.messages and not turn.tool_calls and not (turn.end_conversation or turn.handoff):
         problems.append("turn has no message, no tool call and does not end the conversation")
     return problems
+
+
+def _conforming_turn(turn: Any) -> AgentTurn | None:
+    """`turn` when the checks may go on with it (a well-formed AgentTurn), else None."""
+    return turn if not turn_problems(turn) else None
+
+
+_FAILED = object()
+
+
+class _Checker:
+    """Calls into adapters as the episode loop does and reports, never raises, what goes
+    wrong: an exception, a method that is not `async`, a call past the timeout, or one
+    that returned only after it (it blocked the event loop: no deadline can stop it)."""
+
+    def __init__(self, report: ConformanceReport, timeout: float) -> None:
+        self.report = report
+        self.timeout = timeout
+
+    def make(self, name: str, factory: Callable[[], AgentAdapter]) -> AgentAdapter | None:
+        try:
+            return factory()
+        except Exception as exc:
+            self.report.failed.append(f"{name}: the factory raised {type(exc).__name__}: {exc}")
+            return None
+
+    def awaitable(self, name: str, method: Any, *args: Any) -> Any:
+        """`method(*args)` if it returned an awaitable; None (a reported failure) if not."""
+        try:
+            awaitable = method(*args)
+        except Exception as exc:
+            self.report.failed.append(f"{name}: raised {type(exc).__name__}: {exc}")
+            return None
+        if not inspect.isawaitable(awaitable):
+            self.report.failed.append(
+                f"{name}: returned {type(awaitable).__name__}, not an awaitable "
+                "(the adapter's methods must be `async def`)"
+            )
+            return None
+        return awaitable
+
+    async def call(self, name: str, method: Any, *args: Any) -> Any:
+        """What `method(*args)` returned, or `_FAILED` (reported)."""
+        awaitable = self.awaitable(name, method, *args)
+        if awaitable is None:
+            return _FAILED
+        loop = asyncio.get_running_loop()
+        began = loop.time()
+        try:
+            result = await asyncio.wait_for(awaitable, self.timeout)
+        except TimeoutError:
+            self.report.failed.append(f"{name}: timed out after {self.timeout:g} s")
+            return _FAILED
+        except Exception as exc:
+            self.report.failed.append(f"{name}: raised {type(exc).__name__}: {exc}")
+            return _FAILED
+        took = loop.time() - began
+        if took >= self.timeout:
+            self.report.failed.append(
+                f"{name}: returned only after {took:.1f} s, past the {self.timeout:g} s "
+                "timeout: it blocks the event loop (time.sleep, blocking I/O in async code) "
+                "or ignores cancellation, and no deadline of the runner can stop it"
+            )
+        return result
 
 
 async def check_adapter(
@@ -113,8 +189,11 @@ async def check_adapter(
     require_tool_call: bool = False,
     timeout: float = 30.0,
 ) -> ConformanceReport:
-    """Run the contract checks against adapters made by `factory` (one per check)."""
+    """Run the contract checks against adapters made by `factory` (one per check).
+
+    Every violation is a FAIL line of the report, never an exception of the kit."""
     report = ConformanceReport()
+    checker = _Checker(report, timeout)
     messages = user_messages or ["Hello! Please echo the word 'ping' with your tool."]
     output = tool_output or (lambda call: json.dumps(call.arguments, default=str))
 
@@ -122,31 +201,45 @@ async def check_adapter(
         base = session or default_session()
         return SessionContext(**{**base.__dict__, "session_id": str(uuid.uuid4())})
 
-    async def guarded(name: str, coro: Any) -> Any:
-        try:
-            return await asyncio.wait_for(coro, timeout)
-        except TimeoutError:
-            report.failed.append(f"{name}: timed out after {timeout} s")
-        except Exception as exc:
-            report.failed.append(f"{name}: raised {type(exc).__name__}: {exc}")
-        return None
+    adapter = checker.make("new adapter", factory)
+    if adapter is not None:
+        await _round_trips(checker, adapter, new_session(), messages, output, require_tool_call)
+    adapter = checker.make("new adapter (cancellation check)", factory)
+    if adapter is not None:
+        await _cancelled_send(checker, adapter, new_session(), messages[0])
+    return report
 
-    # 1. start / send / close, and a tool round trip with normal then error results.
-    adapter = factory()
-    await guarded("start", adapter.start(new_session()))
+
+async def _sent(checker: _Checker, name: str, adapter: AgentAdapter, turn: Any) -> Any:
+    """`adapter.send(turn)` with its problems reported; the turn, or None when unusable."""
+    answer = await checker.call(name, adapter.send, turn)
+    if answer is _FAILED:
+        return None
+    problems = _turn_problems(answer)
+    checker.report.failed.extend(f"{name}: {p}" for p in problems)
+    return _conforming_turn(answer)
+
+
+async def _round_trips(
+    checker: _Checker,
+    adapter: AgentAdapter,
+    session: SessionContext,
+    messages: list[str],
+    output: Callable[[ToolCall], str],
+    require_tool_call: bool,
+) -> None:
+    """1. start / send / close, and a tool round trip with normal then error results."""
+    report = checker.report
+    await checker.call("start", adapter.start, session)
     saw_tool_call = False
     if not report.failed:
-        turn = await guarded("send(UserTurn)", adapter.send(UserTurn(messages[0])))
-        if turn is not None:
-            problems = _turn_problems(turn)
-            (
-                report.failed.extend(f"send(UserTurn): {p}" for p in problems)
-                if problems
-                else report.passed.append("start + send(UserTurn) returns an AgentTurn")
-            )
+        before = len(report.failed)
+        turn = await _sent(checker, "send(UserTurn)", adapter, UserTurn(messages[0]))
+        if len(report.failed) == before:
+            report.passed.append("start + send(UserTurn) returns an AgentTurn")
         rounds = 0
         error_round_done = False
-        while turn is not None and isinstance(turn, AgentTurn) and turn.tool_calls and rounds < 5:
+        while turn is not None and turn.tool_calls and rounds < 5:
             saw_tool_call = True
             rounds += 1
             as_error = not error_round_done and rounds == 2
@@ -160,10 +253,7 @@ async def check_adapter(
                 for c in turn.tool_calls
             ]
             error_round_done = error_round_done or as_error
-            turn = await guarded("send(ToolResults)", adapter.send(ToolResults(results)))
-            if turn is not None:
-                problems = _turn_problems(turn)
-                report.failed.extend(f"send(ToolResults): {p}" for p in problems)
+            turn = await _sent(checker, "send(ToolResults)", adapter, ToolResults(results))
         if saw_tool_call and not any(f.startswith("send(ToolResults)") for f in report.failed):
             report.passed.append("tool results round trip")
         elif not saw_tool_call:
@@ -173,18 +263,23 @@ async def check_adapter(
         for text in messages[1:]:
             if turn is None or turn.end_conversation or turn.handoff:
                 break
-            turn = await guarded("send(UserTurn) follow-up", adapter.send(UserTurn(text)))
-    await guarded("close", adapter.close())
-    closed_twice = await guarded("close twice", adapter.close())
-    del closed_twice
+            turn = await _sent(checker, "send(UserTurn) follow-up", adapter, UserTurn(text))
+    await checker.call("close", adapter.close)
+    await checker.call("close twice", adapter.close)
     if not any(f.startswith("close") for f in report.failed):
         report.passed.append("close is idempotent")
 
-    # 2. A send cancelled mid-flight must not break close.
-    adapter = factory()
-    started = await guarded("start (cancellation check)", adapter.start(new_session()))
-    del started
-    task = asyncio.ensure_future(adapter.send(UserTurn(messages[0])))
+
+async def _cancelled_send(
+    checker: _Checker, adapter: AgentAdapter, session: SessionContext, message: str
+) -> None:
+    """2. A send cancelled mid-flight must not break close."""
+    report = checker.report
+    await checker.call("start (cancellation check)", adapter.start, session)
+    awaitable = checker.awaitable("send (cancellation check)", adapter.send, UserTurn(message))
+    if awaitable is None:
+        return
+    task = asyncio.ensure_future(awaitable)
     await asyncio.sleep(0)
     task.cancel()
     try:
@@ -194,10 +289,9 @@ async def check_adapter(
     except Exception as exc:
         report.failed.append(f"cancelled send raised {type(exc).__name__}: {exc}")
     before = len(report.failed)
-    await guarded("close after cancelled send", adapter.close())
+    await checker.call("close after cancelled send", adapter.close)
     if len(report.failed) == before:
         report.passed.append("close after a cancelled send")
-    return report
 
 
 def assert_adapter_conforms(

@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import contextlib
 import errno
-import json
 import os
 from collections.abc import Callable, Iterable
 from datetime import datetime
@@ -28,7 +27,7 @@ from tau_bench.records import (
     record_from_episode,
     record_from_exception,
 )
-from tau_bench.results_log import ResultsLog, encode_record
+from tau_bench.results_log import ResultsLog, encode_record, strict_json
 
 # Re-exported for `tau_bench.runner.core` (its imports predate the split).
 __all__ = [
@@ -131,9 +130,9 @@ def _json_text(data: Any) -> str:
     """A list is written one element per line: readable, and json's C encoder (which
     `indent` disables) keeps a 500-episode results file well under a second."""
     if isinstance(data, list):
-        items = ",\n".join(json.dumps(x, ensure_ascii=False, default=str) for x in data)
+        items = ",\n".join(strict_json(x) for x in data)
         return f"[\n{items}\n]\n" if data else "[]\n"
-    return json.dumps(data, indent=2, ensure_ascii=False, default=str) + "\n"
+    return strict_json(data, indent=2) + "\n"
 
 
 def write_json_atomic(path: Path, data: Any) -> None:

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import math
 import os
 import threading
 from dataclasses import dataclass
@@ -37,13 +38,83 @@ class LogContents:
     bad_lines: int = 0
 
 
-def _dumps(obj: dict[str, Any]) -> str:
-    return json.dumps(obj, ensure_ascii=False, default=str) + "\n"
+_NON_FINITE = {"nan": "NaN", "inf": "Infinity", "-inf": "-Infinity"}
+_MAX_DEPTH = 200  # of the fallback walk: far beyond any record, far below the stack
+
+
+def _json_ready(value: Any, depth: int = 0, path: frozenset[int] = frozenset()) -> Any:
+    """A copy of `value` that strict JSON can spell: a non-finite float becomes the string
+    `"NaN"`, `"Infinity"` or `"-Infinity"` (as JSON-proto and the Dialogflow/CES adapters
+    write them), a container that holds itself or nests too deep becomes a short string.
+    Anything else is left to the encoder's `default` (`_text_of`)."""
+    if isinstance(value, float) and not math.isfinite(value):
+        return _NON_FINITE[repr(float(value))]
+    if not isinstance(value, dict | list | tuple):
+        return value
+    if id(value) in path:
+        return "<a value that contains itself>"
+    if depth >= _MAX_DEPTH:
+        return f"<nested deeper than {_MAX_DEPTH} levels>"
+    inner = path | {id(value)}
+    if isinstance(value, dict):
+        return {_json_key(k): _json_ready(v, depth + 1, inner) for k, v in value.items()}
+    return [_json_ready(v, depth + 1, inner) for v in value]
+
+
+def _json_key(key: Any) -> Any:
+    """A key strict JSON accepts: str, int, bool and None as they are, others as text."""
+    if isinstance(key, str | int | None):
+        return key
+    if isinstance(key, float) and math.isfinite(key):
+        return key
+    return _NON_FINITE.get(repr(key)) if isinstance(key, float) else _text_of(key)
+
+
+def _text_of(value: Any) -> str:
+    """`str(value)` for what JSON cannot spell (the encoder's `default`); an object whose
+    `__str__` fails is named by its type instead of failing the line."""
+    try:
+        return str(value)
+    except Exception:
+        return f"<{type(value).__name__}>"
+
+
+def _without_lone_surrogates(text: str) -> str:
+    """`text` with every lone surrogate (a bot's `"\\ud800"`; UTF-8 has no form for it)
+    replaced by U+FFFD; a surrogate pair becomes the character it stands for."""
+    return text.encode("utf-16", "surrogatepass").decode("utf-16", "replace")
+
+
+def strict_json(value: Any, **options: Any) -> str:
+    """`value` as strict JSON text (`json.dumps` `options`, e.g. `indent`), whatever it
+    holds: one plain dump in the common case; a value with NaN, a tuple key or itself
+    inside is first made spellable (`_json_ready`). Every file the runner writes goes
+    through it, so none holds what its readers refuse."""
+    try:
+        return json.dumps(value, ensure_ascii=False, default=_text_of, allow_nan=False, **options)
+    except (ValueError, TypeError, RecursionError):  # NaN, a tuple key, a value in itself
+        return json.dumps(
+            _json_ready(value), ensure_ascii=False, default=_text_of, allow_nan=False, **options
+        )
+
+
+def _dumps(obj: dict[str, Any]) -> bytes:
+    """One log line as UTF-8 strict JSON, whatever `obj` holds.
+
+    Why: a line the readers refuse (bare NaN: `--resume`, `tau view`, `tau compare`) or
+    one that cannot be encoded at all (a lone surrogate from a bot) must never be written,
+    nor cost the run. The common case pays for one `json.dumps` and one encode; only a
+    record that needs it is walked (`_json_ready`) or re-encoded."""
+    text = strict_json(obj)
+    try:
+        return (text + "\n").encode("utf-8")
+    except UnicodeEncodeError:
+        return (_without_lone_surrogates(text) + "\n").encode("utf-8")
 
 
 def encode_record(record: EpisodeRecord) -> bytes:
     """A record's log line (what `append` writes, and what a Ray worker sends back)."""
-    return _dumps(record.to_dict()).encode("utf-8")
+    return _dumps(record.to_dict())
 
 
 def read_log(path: Path) -> LogContents:
@@ -128,7 +199,7 @@ class ResultsLog:
     def create(cls, path: Path, header: dict[str, Any]) -> ResultsLog:
         path.parent.mkdir(parents=True, exist_ok=True)
         with path.open("xb") as fh:
-            fh.write(_dumps({"type": "header", "format": LOG_FORMAT, **header}).encode("utf-8"))
+            fh.write(_dumps({"type": "header", "format": LOG_FORMAT, **header}))
             fh.flush()
             os.fsync(fh.fileno())
         return cls(path)
@@ -150,7 +221,7 @@ class ResultsLog:
                     fh.write(b"\n")
                 else:
                     fh.truncate(end)
-        log._write_now([_dumps({"type": "resume", **note}).encode("utf-8")])
+        log._write_now([_dumps({"type": "resume", **note})])
         return log
 
     def _write_now(self, lines: list[bytes]) -> None:

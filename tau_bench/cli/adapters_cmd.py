@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import sys
 from typing import Annotated
 
 import typer
@@ -16,13 +17,14 @@ def adapters(
     from rich.table import Table
 
     from tau_adapters.options import option_flags, options_model
-    from tau_adapters.registry import UnknownAdapterError, available, load_builder
+    from tau_adapters.registry import UnknownAdapterError, available, load_builder, one_line
     from tau_bench import terminal
 
     console = terminal.console()
+    _note_shadowed(name)
     if name is None:
         for strategy in available():
-            console.print(strategy)
+            console.print(one_line(strategy), markup=False, highlight=False)
         return
     try:
         model = options_model(load_builder(name))
@@ -41,3 +43,17 @@ def adapters(
         secret = " [secret]" if flag.secret else ""
         table.add_row(", ".join(flag.flags), flag.field, flag.help + kind + secret)
     console.print(table)
+
+
+def _note_shadowed(name: str | None) -> None:
+    """On stderr (stdout stays the list of names): the plug-ins not used because another
+    entry point has their name - this package's own wins, so `oracle` stays the oracle."""
+    from tau_adapters.registry import distribution_name, one_line, shadowed
+
+    for ep, winner in shadowed():
+        if name in (None, ep.name):
+            note = (
+                f"agent strategy {ep.name!r} of {distribution_name(ep)} ({ep.value}) is "
+                f"shadowed by {winner.value} of {distribution_name(winner)}"
+            )
+            print(f"note: {one_line(note)}", file=sys.stderr)

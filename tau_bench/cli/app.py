@@ -54,6 +54,17 @@ _COMMANDS = [
     ("tau_bench.cli.serve_cmd", "serve", "serve", "Serve the evaluation HTTP API."),
     ("tau_bench.cli.tools_cmd", "app", "tools", "Serve domain tools to agents that call them."),
 ]
+BUILTIN_COMMANDS = frozenset(entry[2] for entry in _COMMANDS)
+"""Names no plug-in may take: `tau run` is always this package's."""
+
+
+def _first_word(argv: list[str]) -> str | None:
+    """The word after `tau` ("" for none) when this process is the `tau` program; None when
+    something else imported this module (tests), which then registers everything."""
+    program = Path(argv[0]).name if argv else ""
+    if program not in ("tau", "tau.exe", "app.py"):
+        return None
+    return argv[1] if len(argv) > 1 else ""
 
 
 def _only_group(argv: list[str]) -> str | None:
@@ -65,14 +76,25 @@ def _only_group(argv: list[str]) -> str | None:
     commands (`tau run`) would not, so they, `tau --help` and plug-ins register everything,
     as does any process that imports this module without being the `tau` program.
     """
-    program = Path(argv[0]).name if argv else ""
-    if program not in ("tau", "tau.exe", "app.py"):  # imported by something else (tests)
-        return None
-    name = argv[1] if len(argv) > 1 else ""
+    name = _first_word(argv)
     entries = [c for c in _COMMANDS if c[2] == name]
     if len(entries) == 1 and entries[0][1] == "app":
         return name
     return None
+
+
+def _plugin_scope(argv: list[str]) -> tuple[bool, str | None]:
+    """(register plug-ins at all, only the one of this name).
+
+    A built-in command (`tau run`) imports no plug-in, so a broken one cannot break it;
+    `tau NAME` imports only plug-in NAME; listing (`tau`, `tau --help`) imports them all.
+    """
+    word = _first_word(argv)
+    if word is None or word == "" or word.startswith("-"):
+        return True, None
+    if word in BUILTIN_COMMANDS:
+        return False, None
+    return True, word
 
 
 def _register(only: str | None = None) -> None:
@@ -100,23 +122,82 @@ def _register(only: str | None = None) -> None:
 COMMANDS_GROUP = "tau_adapters.commands"
 
 
-def _register_plugins() -> None:
-    from importlib.metadata import entry_points
+def _warn(message: str) -> None:
+    """One warning line on stderr, from untrusted plug-in metadata made safe to print."""
+    from tau_adapters.registry import one_line
 
-    for ep in sorted(entry_points(group=COMMANDS_GROUP), key=lambda e: e.name):
+    print(f"warning: {one_line(message)}", file=sys.stderr, flush=True)
+
+
+def _register_broken(name: str, message: str) -> None:
+    """A hidden stand-in for a plug-in that failed to load: `tau NAME ...` prints `message`
+    as one error line (exit 2) instead of "No such command" or a traceback."""
+
+    def broken() -> None:
+        from tau_bench.cli.errors import fail
+
+        fail(message)
+
+    settings = {"allow_extra_args": True, "ignore_unknown_options": True}
+    app.command(name=name, hidden=True, add_help_option=False, context_settings=settings)(broken)
+
+
+def _register_plugins(only: str | None = None) -> None:
+    """Register the `tau_adapters.commands` plug-ins (only `only`, when given).
+
+    Third-party code cannot break `tau`: a plug-in named like a built-in command, or like
+    one of this package's own plug-ins, is not registered; one that fails to load costs
+    its own command only (a warning when listing, one error line when invoked). A missing
+    optional dependency is quiet when listing: `tau --help` omits the command.
+    """
+    from tau_adapters.extras import MissingExtraError
+    from tau_adapters.registry import (
+        AdapterLoadError,
+        distribution_name,
+        load_entry_point,
+        one_line,
+        resolve,
+    )
+
+    chosen, shadowed = resolve(COMMANDS_GROUP)
+    for ep, winner in shadowed:
+        if only in (None, ep.name):
+            _warn(
+                f"command {ep.name!r} of {distribution_name(ep)} ({ep.value}) is not "
+                f"registered: {distribution_name(winner)} provides it"
+            )
+    for name, ep in sorted(chosen.items()):
+        if only is not None and name != only:
+            continue
+        label = f"command {name!r} of {distribution_name(ep)}"
+        if name in BUILTIN_COMMANDS:
+            _warn(f"{label} ({ep.value}) is not registered: {name} is built in")
+            continue
         try:
-            target = ep.load()
-        except ImportError:
-            continue  # its optional dependencies are not installed: `tau --help` omits it
-        if isinstance(target, typer.Typer):
-            doc = (target.info.help or "").strip().splitlines()
-            app.add_typer(target, name=ep.name, help=doc[0] if doc else None)
+            target = load_entry_point(ep, label)
+        except MissingExtraError as exc:
+            _register_broken(name, f"tau {name}: {exc}")
+            continue
+        except AdapterLoadError as exc:
+            if only is None:
+                _warn(str(exc))
+            _register_broken(name, str(exc))
+            continue
+        if not isinstance(target, typer.Typer):
+            message = one_line(f"{label} ({ep.value}) is not a typer app")
+            if only is None:
+                _warn(message)
+            _register_broken(name, message)
+            continue
+        doc = (target.info.help or "").strip().splitlines()
+        app.add_typer(target, name=name, help=doc[0] if doc else None)
 
 
 _ONLY = _only_group(sys.argv)
 _register(_ONLY)
-if _ONLY is None:
-    _register_plugins()
+_PLUGINS, _ONLY_PLUGIN = _plugin_scope(sys.argv)
+if _ONLY is None and _PLUGINS:
+    _register_plugins(_ONLY_PLUGIN)
 
 
 def main() -> None:

@@ -96,6 +96,8 @@ def _execute(cfg: RunConfig) -> None:
     summary = outcome.summary
     for line in summary.get("worker_errors", []):
         _note(f"error: {line}")
+    if summary.get("agent_close_error"):
+        _note(f"warning: {summary['agent_close_error']} (the results are complete)")
     if summary.get("stopped_early"):
         _note(
             f"stopped early: {summary['stopped_early']}; no new episodes were started. "

@@ -10,6 +10,7 @@ same fingerprint.
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import re
 from typing import Any, Literal
@@ -17,7 +18,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 from tau_adapters.conversation import DEFAULT_MAX_STEPS
-from tau_adapters.redaction import redact_secrets, redact_string
+from tau_adapters.redaction import fingerprint, redact_secrets, redact_string
 from tau_bench.config.ray_address import check_ray_address
 from tau_bench.task_ids import expand_task_ids
 
@@ -290,9 +291,34 @@ class RunConfig(BaseModel):
         return _redacted(self.model_dump())
 
 
+def secret_option_names(strategy: str) -> frozenset[str]:
+    """The agent options the strategy's adapter marks secret (`json_schema_extra=
+    {"secret": True}` in its options model), whatever their names; none when the adapter
+    cannot be loaded (building it fails the run with its own message)."""
+    return _secret_option_names(strategy)
+
+
+@functools.lru_cache(maxsize=64)
+def _secret_option_names(strategy: str) -> frozenset[str]:
+    from tau_adapters.options import options_model, secret_fields
+    from tau_adapters.registry import load_builder
+
+    try:
+        model = options_model(load_builder(strategy))
+    except Exception:
+        return frozenset()
+    return secret_fields(model) if model is not None else frozenset()
+
+
 def _redacted(data: dict[str, Any]) -> dict[str, Any]:
-    """A dumped config with its secrets hashed: secret-looking agent options, and the
-    credentials a model endpoint's URL may carry (`https://user:PASS@host/v1?api-key=...`)."""
+    """A dumped config with its secrets hashed: secret-looking agent options and those
+    the adapter marks secret, and the credentials a model endpoint's URL may carry
+    (`https://user:PASS@host/v1?api-key=...`)."""
+    marked = secret_option_names(str(data.get("agent_strategy", "")))
+    data["agent_options"] = {
+        k: fingerprint(v) if k in marked and v is not None else v
+        for k, v in data["agent_options"].items()
+    }
     data["agent_options"] = redact_secrets(data["agent_options"])
     for name in ("api_base", "user_api_base"):
         if data.get(name) is not None:

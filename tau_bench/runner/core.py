@@ -20,7 +20,6 @@ run's episodes and each session gets its endpoint (`SessionContext.tool_endpoint
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import sys
 import time
 from collections import deque
@@ -28,6 +27,7 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from tau_adapters.protocol import AdapterError, ToolServerRequest, UserSimulator
+from tau_adapters.redaction import mask_encoded
 from tau_adapters.registry import AgentProvider, UnknownAdapterError, build_provider
 from tau_bench.analysis.clean_subset import summary_section as clean_subset_section
 from tau_bench.config import RunConfig, RunConfigError, episode_seed
@@ -61,9 +61,14 @@ from tau_bench.runner.types import (
     RunObserver,
     RunOutcome,
     config_secrets,
+    provider_problem,
     provider_secrets,
 )
 from tau_bench.users import UnknownUserStrategyError, build_user
+
+ACLOSE_DEADLINE = 60.0
+"""Seconds the agent provider has to close after the last episode (then the results are
+written anyway, with `agent_close_error` in the summary)."""
 
 if TYPE_CHECKING:
     from tau_bench.toolserver.host import ToolServerHost
@@ -98,6 +103,7 @@ class Runner:
         self.breaker = CircuitBreaker(self.config.max_consecutive_failures)
         self.worker_stats: list[dict[str, Any]] = []  # per Ray worker (benchmarks)
         self._config_secrets: list[str] | None = None
+        self.close_problem: str | None = None  # the provider's aclose failed or hung
 
     def secrets(self, provider: AgentProvider) -> list[str]:
         """What every record and check message of this run masks: the provider's secrets
@@ -111,13 +117,29 @@ class Runner:
     def _build_provider(self) -> AgentProvider:
         name = self.config.agent_strategy
         try:
-            return build_provider(name, self.config.adapter_options())
+            provider = build_provider(name, self.config.adapter_options())
         except UnknownAdapterError as exc:
             raise RunConfigError(str(exc)) from None
         except ImportError as exc:
-            raise RunConfigError(f"agent strategy {name!r} is not available: {exc}") from None
+            raise RunConfigError(
+                self._mask(f"agent strategy {name!r} is not available: {exc}")
+            ) from None
         except (AdapterError, ValueError, KeyError) as exc:
-            raise RunConfigError(f"agent strategy {name!r}: {exc}") from None
+            raise RunConfigError(self._mask(f"agent strategy {name!r}: {exc}")) from None
+        except Exception as exc:  # a third-party builder's own bug: one line, not a traceback
+            raise RunConfigError(
+                self._mask(f"agent strategy {name!r} failed to build: {type(exc).__name__}: {exc}")
+            ) from None
+        problem = provider_problem(provider)
+        if problem is not None:
+            raise RunConfigError(f"agent strategy {name!r}: {problem}")
+        return provider
+
+    def _mask(self, text: str) -> str:
+        """`text` with the run's secrets masked (an adapter's error may quote its key)."""
+        if self._config_secrets is None:
+            self._config_secrets = config_secrets(self.config)
+        return mask_encoded(text, self._config_secrets)
 
     def _new_user(self, model: str | None = None, seed: int | None = None) -> UserSimulator:
         """A fresh user for one episode: user model `model`, seed `seed` (defaults: the
@@ -306,6 +328,7 @@ class Runner:
             **summary,
             **clean_subset_section(records, self.config.env, self.config.num_trials),
             **self.breaker.summary_section(),
+            **({"agent_close_error": self.close_problem} if self.close_problem else {}),
         }
         OUTPUT_WRITERS["tau-bench"](records, self.plan.log_path)
         write_json_atomic(self.plan.summary_path, summary)
@@ -395,8 +418,16 @@ class Runner:
         self._tool_host = host
 
     async def _release(self, provider: AgentProvider) -> None:
-        with contextlib.suppress(Exception):
-            await provider.aclose()
+        """Close the provider within `ACLOSE_DEADLINE`: a close that hangs or fails must
+        not keep the finished episodes from their results and summary files."""
+        try:
+            await asyncio.wait_for(provider.aclose(), ACLOSE_DEADLINE)
+        except TimeoutError:
+            self.close_problem = f"the agent provider did not close within {ACLOSE_DEADLINE:.0f} s"
+        except Exception as exc:
+            self.close_problem = self._mask(
+                f"the agent provider failed to close: {type(exc).__name__}: {exc}"
+            )
         host, self._tool_host = self._tool_host, None
         if host is not None:
             await asyncio.to_thread(host.stop)

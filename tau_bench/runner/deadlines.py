@@ -3,7 +3,8 @@
 Why: a bot that drips one byte every two seconds, or streams keep-alives, never raises
 and never finishes; without a deadline one such episode holds a run forever. The runner
 wraps each episode's adapter and user (`with_turn_deadline`, `user_with_deadline`) so
-that one agent reply or one user reply may take at most `--turn-timeout` seconds, and
+that one agent reply, one user reply, or the adapter's session start or close may take at
+most `--turn-timeout` seconds (a close past it is only a warning on the record), and
 the whole episode at most `--episode-timeout` (`episode_deadline`). Expiry is an
 `AdapterTimeoutError` (kind `agent_timeout`, class unavailable: excluded from scores,
 re-run by `--resume`); a user reply past its deadline is a `UserTimeoutError` (ours,
@@ -74,7 +75,16 @@ class _AdapterWithDeadline(_Deadlined):
         )
 
     async def close(self) -> None:
-        await self._inner.close()
+        """Close within the turn deadline too: the conversation is over by then (it is
+        scored next), and a close that never returns must neither turn it into a timeout
+        (the loop records a failed close as a warning) nor hold the run."""
+        await _within(
+            self._inner.close(),
+            self._seconds,
+            AdapterTimeoutError(
+                f"agent close: not finished within {self._seconds:g} s (--turn-timeout)"
+            ),
+        )
 
 
 class _UserWithDeadline(_Deadlined):
@@ -108,7 +118,8 @@ class _UserWithDeadline(_Deadlined):
 
 
 def with_turn_deadline(adapter: T, seconds: float) -> T:
-    """`adapter` whose session start and every `send` must finish within `seconds`."""
+    """`adapter` whose session start, every `send` and its close must finish within
+    `seconds`."""
     return _AdapterWithDeadline(adapter, seconds)  # type: ignore[return-value]
 
 

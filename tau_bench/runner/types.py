@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+from collections.abc import Collection
 from dataclasses import dataclass
 from typing import Any, Protocol
 from urllib.parse import urlsplit
@@ -12,6 +13,7 @@ from urllib.parse import urlsplit
 from tau_adapters.redaction import environment_secrets, secret_values
 from tau_adapters.registry import AgentProvider
 from tau_bench.config import RunConfig
+from tau_bench.config.run_config import secret_option_names
 from tau_bench.records import EpisodeRecord
 from tau_bench.runner.plan import RunPlan
 
@@ -46,12 +48,39 @@ class RunOutcome:
 
 def provider_secrets(provider: AgentProvider) -> list[str]:
     """The values a provider declares secret (optional `secrets` attribute: its tokens,
-    API keys), masked in every record; a provider that fails to say declares none."""
+    API keys), masked in every record; a single string is one secret (not its letters).
+    A provider that fails to say declares none (`provider_problem` refused, before the
+    run, the shapes that would silently mask nothing)."""
     try:
         found = getattr(provider, "secrets", None) or ()
-        return [str(s) for s in found if s]
+        if isinstance(found, str | bytes):
+            found = [found]
+        return [s.decode() if isinstance(s, bytes) else str(s) for s in found if s]
     except Exception:
         return []
+
+
+def provider_problem(provider: object) -> str | None:
+    """Why what an adapter's builder returned cannot serve a run, or None: not a provider
+    at all (`None`, an adapter class), or `secrets` of a shape that would mask nothing (a
+    one-shot iterator, used up by the first record; a number)."""
+    if not isinstance(provider, AgentProvider):
+        return (
+            f"its builder returned {type(provider).__name__}, not a provider "
+            "(an object with new_adapter() and async aclose())"
+        )
+    try:
+        secrets = getattr(provider, "secrets", None)
+    except Exception as exc:
+        return f"its `secrets` cannot be read: {type(exc).__name__}: {exc}"
+    if secrets is None or isinstance(secrets, str):
+        return None
+    if not isinstance(secrets, Collection) or iter(secrets) is secrets:
+        return (
+            f"its `secrets` is a {type(secrets).__name__}: give a list, tuple or set of "
+            "strings (an iterator would be used up by the first record, masking nothing after)"
+        )
+    return None
 
 
 def config_secrets(config: RunConfig) -> list[str]:
@@ -62,6 +91,8 @@ def config_secrets(config: RunConfig) -> list[str]:
     any of them (a user simulator or a judge repeating its request), so records mask them
     as they mask the provider's."""
     found = set(environment_secrets()) | secret_values(config.agent_options)
+    for name in secret_option_names(config.agent_strategy):  # marked secret by the adapter
+        found |= secret_values(config.agent_options.get(name), under_secret=True)
     for model in config.user_models or [config.user_model]:
         try:
             found |= secret_values(config.user_options(model))

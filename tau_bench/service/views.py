@@ -16,7 +16,7 @@ from typing import Any
 from tau_adapters.redaction import mask_values, redact_secrets, secret_values
 from tau_bench.service.store import RunRow
 
-MASK = "<redacted>"
+MASK = "***"  # the mask of the runner's own files: a secret reads the same everywhere
 _SERVER_ONLY = ("log_dir", "data_dir", "resume", "quiet")
 _SUMMARY_DROP = ("config", "files")
 # Where a stored config names its registered agent config (`manager.AGENT_CONFIG_KEY`).

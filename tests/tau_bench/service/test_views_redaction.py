@@ -29,5 +29,5 @@ def test_server_paths_are_left_out() -> None:
 
 def test_scrub_uses_the_service_mask() -> None:
     assert scrub({"error": "refused api key k-12345"}, {"k-12345"}) == {
-        "error": "refused api key <redacted>"
+        "error": "refused api key ***"
     }
