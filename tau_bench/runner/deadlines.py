@@ -9,11 +9,20 @@ the whole episode at most `--episode-timeout` (`episode_deadline`). Expiry is an
 `AdapterTimeoutError` (kind `agent_timeout`, class unavailable: excluded from scores,
 re-run by `--resume`); a user reply past its deadline is a `UserTimeoutError` (ours,
 harness). Other episodes are unaffected. Adapters keep their own per-call deadlines.
+
+A deadline is kept even by a call that swallows its cancellation (`except
+CancelledError: pass` in a loop): each adapter or user call runs as its own task, and past
+its deadline (or when the run is cancelled, Ctrl-C) it is cancelled and given
+`CANCEL_GRACE` seconds to end; a call still running then is stopped by force (its
+coroutine closed: `GeneratorExit` at its await) and, should it ignore that too, left
+running detached (`ABANDONED`), so neither the episode nor the run waits on it.
 """
 
 from __future__ import annotations
 
 import asyncio
+import inspect
+import logging
 from collections.abc import Awaitable
 from typing import Any, TypeVar
 
@@ -35,15 +44,95 @@ class EpisodeTimeoutError(AdapterTimeoutError):
     """The whole episode outlived `--episode-timeout` (recorded as the agent's timeout)."""
 
 
-async def _within(awaitable: Awaitable[T], seconds: float, error: Exception) -> T:
-    """`awaitable` or `error` once `seconds` pass; its own TimeoutErrors stay its own."""
+CANCEL_GRACE = 5.0
+"""Seconds a call past its deadline (or cancelled with the run) has to end once
+cancelled, before it is stopped by force."""
+
+ABANDONED: set[asyncio.Task[Any]] = set()
+"""Calls stopped by force (`_abandon`), held here until they end so that none is
+garbage-collected mid-flight: a closed one ends at its next step, one that ignored being
+closed too runs on, detached, until it ends of itself."""
+
+_log = logging.getLogger(__name__)
+
+
+async def bounded(
+    awaitable: Awaitable[T], seconds: float, error: Exception, *, grace: float | None = None
+) -> T:
+    """`awaitable`'s result, or `error` once `seconds` pass, even when it swallows its
+    cancellation: it runs as its own task, which past the deadline (or when the caller
+    is cancelled) is cancelled and, if still running `grace` seconds later
+    (`CANCEL_GRACE`), stopped by force (`_abandon`). Why not `asyncio.timeout` or
+    `wait_for`: both wait for the cancelled call to end, forever if it never does."""
+    grace = CANCEL_GRACE if grace is None else grace
+    task = asyncio.ensure_future(_awaited(awaitable))
     try:
-        async with asyncio.timeout(seconds) as scope:
-            return await awaitable
-    except TimeoutError:
-        if scope.expired():
-            raise error from None
+        await asyncio.wait({task}, timeout=seconds)
+    except asyncio.CancelledError:  # the caller's own (Ctrl-C, an outer deadline)
+        await _stop(task, grace, str(error))
+        _close_unstarted(awaitable)
         raise
+    if task.done():
+        return task.result()
+    if not await _stop(task, grace, str(error)):
+        error.args = (f"{error}; it ignored cancellation for {grace:g} s and was stopped",)
+    raise error
+
+
+async def _awaited(awaitable: Awaitable[T]) -> T:
+    """A coroutine of our own around any awaitable (a future too), so that it can be
+    closed by force (`_abandon`)."""
+    return await awaitable
+
+
+def _close_unstarted(awaitable: Awaitable[Any]) -> None:
+    """Close a coroutine whose task was cancelled before it ever ran (Python would warn
+    that it was never awaited)."""
+    if inspect.iscoroutine(awaitable) and inspect.getcoroutinestate(awaitable) == "CORO_CREATED":
+        awaitable.close()
+
+
+async def _stop(task: asyncio.Task[Any], grace: float, what: str) -> bool:
+    """Cancel `task` and wait up to `grace` seconds for it to end, then stop it by force
+    (`_abandon`); also when this wait is cancelled. True when it ended in time."""
+    task.cancel()
+    try:
+        await asyncio.wait({task}, timeout=grace)
+    finally:
+        ended = task.done()
+        if ended:
+            _retrieve(task)
+        else:
+            _abandon(task, what)
+    return ended
+
+
+def _abandon(task: asyncio.Task[Any], what: str) -> None:
+    """Stop a task that swallowed its cancellation: close its coroutine (`GeneratorExit`
+    at its await, which `except CancelledError` or `except Exception` do not catch) and
+    cancel it once more so that it ends; if it ignores that too, hold it in `ABANDONED`
+    until it ends of itself. Either way nobody waits on it: a task still running at the
+    run's end would otherwise also hold `asyncio.run` at exit."""
+    _log.warning("%s: the call ignored its cancellation; stopped by force", what)
+    try:
+        task.get_coro().close()  # type: ignore[union-attr]
+    except RuntimeError:  # it awaited again while being closed
+        _log.warning("%s: the call ignored being closed too; left running detached", what)
+    task.cancel()
+    ABANDONED.add(task)
+    task.add_done_callback(_forget)
+
+
+def _forget(task: asyncio.Task[Any]) -> None:
+    """An abandoned task ended: drop it from `ABANDONED`."""
+    ABANDONED.discard(task)
+    _retrieve(task)
+
+
+def _retrieve(task: asyncio.Task[Any]) -> None:
+    """Mark the outcome of a task nobody will read as read (asyncio would log it)."""
+    if not task.cancelled():
+        task.exception()
 
 
 class _Deadlined:
@@ -59,14 +148,14 @@ class _Deadlined:
 
 class _AdapterWithDeadline(_Deadlined):
     async def start(self, session: Any) -> None:
-        await _within(
+        await bounded(
             self._inner.start(session),
             self._seconds,
             AdapterTimeoutError(f"agent session start: no answer within {self._seconds:g} s"),
         )
 
     async def send(self, turn: Any) -> Any:
-        return await _within(
+        return await bounded(
             self._inner.send(turn),
             self._seconds,
             AdapterTimeoutError(
@@ -78,7 +167,7 @@ class _AdapterWithDeadline(_Deadlined):
         """Close within the turn deadline too: the conversation is over by then (it is
         scored next), and a close that never returns must neither turn it into a timeout
         (the loop records a failed close as a warning) nor hold the run."""
-        await _within(
+        await bounded(
             self._inner.close(),
             self._seconds,
             AdapterTimeoutError(
@@ -108,7 +197,7 @@ class _UserWithDeadline(_Deadlined):
             bind(task, tools)
 
     async def reply_within(self, awaitable: Awaitable[Any]) -> Any:
-        return await _within(
+        return await bounded(
             awaitable,
             self._seconds,
             UserTimeoutError(
@@ -129,9 +218,15 @@ def user_with_deadline(user: T, seconds: float) -> T:
 
 
 async def episode_deadline(awaitable: Awaitable[T], seconds: float) -> T:
-    """`awaitable` (one episode), as an agent timeout once `seconds` pass."""
-    return await _within(
-        awaitable,
-        seconds,
-        EpisodeTimeoutError(f"episode not finished within {seconds:g} s (--episode-timeout)"),
-    )
+    """`awaitable` (one episode), as an agent timeout once `seconds` pass.
+
+    The episode (our code) is cancelled and waited for: it ends soon after, since every
+    adapter and user call in it is `bounded`, and closes its adapter on the way out."""
+    error = EpisodeTimeoutError(f"episode not finished within {seconds:g} s (--episode-timeout)")
+    try:
+        async with asyncio.timeout(seconds) as scope:
+            return await awaitable
+    except TimeoutError:
+        if scope.expired():
+            raise error from None
+        raise

@@ -11,16 +11,24 @@ each need is checked once, all in parallel, under one deadline:
 
 Failures are one line each, raised together as a `PreflightError` (a `RunConfigError`,
 so the CLI prints it and exits before any file is written). `--skip-preflight` bypasses.
+
+The checks share one event loop, so nothing slow may run on it synchronously while their
+deadlines run: the model stack (litellm takes seconds to import, 13-21 s measured on a
+2-core machine) is imported in a thread before any check starts (`import_model_stack`);
+imported by the first model call instead, it stalled the loop and spent the other checks'
+deadlines (an HTTP bot's 5 s connect deadline among them).
 """
 
 from __future__ import annotations
 
 import asyncio
 import dataclasses
+import functools
 from collections.abc import Awaitable, Callable, Iterable
 from typing import Any
 
 from tau_bench.config import RunConfig, RunConfigError
+from tau_bench.runner.deadlines import bounded
 
 PREFLIGHT_DEADLINE = 30.0
 """Seconds one check may take in all (its retries included)."""
@@ -63,6 +71,28 @@ async def _ping(options: dict[str, Any], *, model_key: str, provider_key: str) -
     await complete(config, _PING, max_tokens=16)
 
 
+def _model_check(options: dict[str, Any], *, provider_key: str) -> Callable[[], Awaitable[None]]:
+    """A check that makes one model call (`_ping`), known as such (`_needs_model_stack`)."""
+    return functools.partial(_ping, options, model_key="model", provider_key=provider_key)
+
+
+def _needs_model_stack(checks: list[Check]) -> bool:
+    """Whether any of `checks` calls a model (and so needs litellm imported)."""
+    return any(isinstance(check, functools.partial) and check.func is _ping for _, check in checks)
+
+
+def import_model_stack() -> None:
+    """Import what a first model call imports: litellm (seconds) and the direct path's
+    HTTP transport. Run in a thread before the checks (`preflight`), so that no check's
+    deadline runs down while an import holds the event loop."""
+    import tau_bench.llm  # noqa: F401  (what `_ping` imports)
+    from tau_bench.llm.direct_clients import aiohttp_transport
+    from tau_bench.llm.runtime import litellm
+
+    litellm()
+    aiohttp_transport()
+
+
 def user_checks(config: RunConfig) -> list[Check]:
     """One check per distinct user model (none for scripted or human users)."""
     if config.user_strategy in _NO_MODEL_USERS:
@@ -73,11 +103,9 @@ def user_checks(config: RunConfig) -> list[Check]:
     for model in dict.fromkeys(config.user_models or [config.user_model]):
         options = config.user_options(model)
         where = describe_route(options)
-
-        def check(options: dict[str, Any] = options) -> Awaitable[None]:
-            return _ping(options, model_key="model", provider_key="provider")
-
-        checks.append((f"user model {model} ({where})", check))
+        checks.append(
+            (f"user model {model} ({where})", _model_check(options, provider_key="provider"))
+        )
     return checks
 
 
@@ -88,11 +116,7 @@ def agent_checks(config: RunConfig, provider: Any) -> list[Check]:
     if callable(hook):
         return [(f"agent {name}", hook)]
     if config.model and type(provider).__module__.startswith("tau_bench.agents"):
-        options = config.adapter_options()
-
-        def check() -> Awaitable[None]:
-            return _ping(options, model_key="model", provider_key="model_provider")
-
+        check = _model_check(config.adapter_options(), provider_key="model_provider")
         return [(f"agent {name} model {config.model}", check)]
     return []
 
@@ -109,19 +133,17 @@ def judge_checks(config: RunConfig, tasks: Iterable[Any] | None = None) -> list[
     model = config.judge_model or DEFAULT_JUDGE_MODEL
     if model == ASSUME_MET:
         return []
-
-    def check() -> Awaitable[None]:
-        return _ping({"model": model}, model_key="model", provider_key="provider")
-
-    return [(f"judge model {model}", check)]
+    return [(f"judge model {model}", _model_check({"model": model}, provider_key="provider"))]
 
 
 async def run_checks(checks: list[Check], deadline: float = PREFLIGHT_DEADLINE) -> list[str]:
-    """Run `checks` in parallel, each under `deadline` seconds; the failures, one line each."""
+    """Run `checks` in parallel, each under `deadline` seconds; the failures, one line each.
+
+    `bounded`, not `wait_for`: a check that swallows its cancellation must not hold the run."""
 
     async def one(label: str, check: Callable[[], Awaitable[None]]) -> str | None:
         try:
-            await asyncio.wait_for(check(), deadline)
+            await bounded(check(), deadline, TimeoutError(f"no answer within {deadline:g} s"))
         except TimeoutError:
             return f"{label}: no answer within {deadline:g} s"
         except Exception as exc:
@@ -146,6 +168,11 @@ async def preflight(
     from tau_adapters.redaction import redact_text
 
     checks = agent_checks(config, provider) + user_checks(config) + judge_checks(config, tasks)
+    if _needs_model_stack(checks):
+        try:
+            await asyncio.to_thread(import_model_stack)  # before any check's deadline starts
+        except ImportError:
+            pass  # each model check reports it, one line each
     failures = await run_checks(checks, deadline)
     if failures:
         raise PreflightError([redact_text(line, list(secrets or [])) for line in failures])
