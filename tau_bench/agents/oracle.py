@@ -113,3 +113,6 @@ class OracleAgent:
 
 def build(options: Mapping[str, Any]) -> AgentProvider:
     return SimpleProvider(OracleAgent)
+
+
+build.calls_model = False  # type: ignore[attr-defined]  # no pre-flight model call (preflight)

@@ -115,10 +115,26 @@ def agent_checks(config: RunConfig, provider: Any) -> list[Check]:
     hook = getattr(provider, "preflight", None)
     if callable(hook):
         return [(f"agent {name}", hook)]
-    if config.model and type(provider).__module__.startswith("tau_bench.agents"):
+    if config.model and _builtin_llm_agent(name, provider):
         check = _model_check(config.adapter_options(), provider_key="model_provider")
         return [(f"agent {name} model {config.model}", check)]
     return []
+
+
+def _builtin_llm_agent(name: str, provider: Any) -> bool:
+    """Whether strategy `name` is one of this package's LLM agents (tool-calling, act,
+    react, few-shot, tau3-llm): told by its builder's module, since most of them hand the
+    runner a plain `SimpleProvider`; the oracle calls no model (`calls_model = False`)."""
+    from tau_adapters.registry import load_builder
+
+    if type(provider).__module__.startswith("tau_bench.agents."):
+        return True
+    try:
+        builder = load_builder(name)
+    except Exception:  # building it already succeeded, so this does not happen
+        return False
+    module = getattr(builder, "__module__", "") or ""
+    return module.startswith("tau_bench.agents.") and getattr(builder, "calls_model", True)
 
 
 def judge_checks(config: RunConfig, tasks: Iterable[Any] | None = None) -> list[Check]:
@@ -133,7 +149,24 @@ def judge_checks(config: RunConfig, tasks: Iterable[Any] | None = None) -> list[
     model = config.judge_model or DEFAULT_JUDGE_MODEL
     if model == ASSUME_MET:
         return []
-    return [(f"judge model {model}", _model_check({"model": model}, provider_key="provider"))]
+    return [
+        (f"judge model {model}", _judge_prompts_check(config)),
+        (f"judge model {model}", _model_check({"model": model}, provider_key="provider")),
+    ]
+
+
+def _judge_prompts_check(config: RunConfig) -> Callable[[], Awaitable[None]]:
+    """A check that the judge's prompts are in the τ³ data (the offline copy has none):
+    without it every episode ran, its agent paid for, and then failed to be scored."""
+
+    async def check() -> None:
+        from tau_bench.tau3.data import prompt_text, resolve_tau3_data_dir
+
+        root = resolve_tau3_data_dir(config.data_dir)
+        for name in ("nl_judge_system_prompt", "nl_judge_user_prompt"):
+            prompt_text(root, name)
+
+    return check
 
 
 async def run_checks(checks: list[Check], deadline: float = PREFLIGHT_DEADLINE) -> list[str]:
