@@ -146,18 +146,24 @@ def _usage_total(records: Sequence[EpisodeRecord], side: str) -> dict[str, Any]:
 
 
 def summarize(
-    records: Sequence[EpisodeRecord], num_trials: int, planned: int | None = None
+    records: Sequence[EpisodeRecord],
+    num_trials: int,
+    planned: int | None = None,
+    superseded: Sequence[EpisodeRecord] = (),
 ) -> dict[str, Any]:
     """The run summary saved next to the results and printed as a table.
 
-    Costs and tokens include errored episodes (the money was spent); rewards,
-    pass^k and latency percentiles use scored episodes only.
+    `records` are the latest record per (task, trial); `superseded` the errored attempts
+    a resume ran again. Costs and tokens include both and errored episodes (the money
+    was spent; `replaced_attempts` says how much went to the superseded ones); rewards,
+    pass^k and latency percentiles use the scored latest records only.
     """
     scored = [r for r in records if not r.is_error]
     errored = [r for r in records if r.is_error]
     rewards = [r.reward or 0.0 for r in scored]
-    agent = _usage_total(records, "agent")
-    user = _usage_total(records, "user")
+    spent = [*records, *superseded]
+    agent = _usage_total(spent, "agent")
+    user = _usage_total(spent, "user")
     turn_latencies = [
         float(t["latency"])
         for r in scored
@@ -193,9 +199,25 @@ def summarize(
             "episode": _spread([r.duration for r in scored]),
         },
         "stop_reasons": dict(Counter(r.stop_reason for r in records)),
-        "costs": cost_totals(records),
+        "costs": cost_totals(spent),
+        **_replaced(superseded),
         "by_user_model": group_metrics(records, user_model_of, num_trials),
         **_by_domain(records, num_trials),
+    }
+
+
+def _replaced(superseded: Sequence[EpisodeRecord]) -> dict[str, Any]:
+    """`replaced_attempts` when a resume re-ran errored episodes: how many, and their part
+    of `cost` (already counted in it), so the spend of the final records alone is known."""
+    if not superseded:
+        return {}
+    agent = _usage_total(superseded, "agent")["cost"]
+    user = _usage_total(superseded, "user")["cost"]
+    return {
+        "replaced_attempts": {
+            "episodes": len(superseded),
+            "cost": {"agent": agent, "user": user, "total": agent + user},
+        }
     }
 
 

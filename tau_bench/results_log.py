@@ -8,9 +8,12 @@ appended to; the last line for a (task, trial) wins.
 from __future__ import annotations
 
 import asyncio
+import contextlib
+import errno
 import json
 import math
 import os
+import stat
 import threading
 from dataclasses import dataclass
 from pathlib import Path
@@ -27,8 +30,32 @@ from tau_bench.records import EpisodeRecord
 LOG_FORMAT = "tau-adapters-run/1"
 
 
+MAX_LOG_SIZE = 4 * 1024**3
+"""Largest results log read (bytes). Its records are held in memory as Python objects,
+several times the size of their text: a log of 4 GiB is far beyond any run this machine
+could hold, and anything larger (a sparse file) is refused before it is read."""
+
+MAX_LINE_SIZE = 256 * 1024**2
+"""Longest log line read (bytes): a record of a very long conversation is a few MB. A
+longer line is skipped (counted in `bad_lines`) without being held in memory."""
+
+_CHUNK = 1024**2  # bytes read at a time where a file is read piecewise
+
+
 class LogFileError(ValueError):
     """A results log that cannot be read or resumed."""
+
+
+class LogWriteError(OSError):
+    """The results log could not be written (a full disk, a file size limit, an I/O
+    error). The run stops starting episodes; the lines not written stay queued."""
+
+    def __init__(self, path: Path, cause: OSError, unsaved: int) -> None:
+        super().__init__(cause.errno, cause.strerror or str(cause), str(path))
+        self.unsaved = unsaved  # finished episodes whose lines are not in the log
+
+    def __str__(self) -> str:
+        return f"cannot write {self.filename}: {self.strerror}"
 
 
 @dataclass
@@ -117,17 +144,62 @@ def encode_record(record: EpisodeRecord) -> bytes:
     return _dumps(record.to_dict())
 
 
+def _open_regular(path: Path) -> BinaryIO:
+    """`path` opened for reading, refused (`LogFileError`) unless it is a regular file of
+    at most `MAX_LOG_SIZE` bytes. Opened without blocking, so a FIFO named as a log is
+    refused rather than waited on for a writer that never comes; a device (`/dev/zero`)
+    is refused rather than read without end."""
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK)
+    except OSError as exc:
+        raise LogFileError(f"cannot read results log {path}: {exc.strerror or exc}") from None
+    info = os.fstat(fd)
+    problem = None
+    if not stat.S_ISREG(info.st_mode):
+        problem = "is not a regular file (a results log is a <run-name>.jsonl file)"
+    elif info.st_size > MAX_LOG_SIZE:
+        problem = f"is larger than {MAX_LOG_SIZE // 1024**3} GiB: not a results log tau can read"
+    if problem is not None:
+        os.close(fd)
+        raise LogFileError(f"{path} {problem}")
+    os.set_blocking(fd, True)
+    return os.fdopen(fd, "rb")
+
+
+def _lines(fh: BinaryIO) -> Any:
+    """The file's lines (without their newline), each at most `MAX_LINE_SIZE` bytes; a
+    longer one is read past in chunks and given as `None` (a bad line)."""
+    while True:
+        line = fh.readline(MAX_LINE_SIZE + 1)
+        if not line:
+            return
+        if len(line) > MAX_LINE_SIZE and not line.endswith(b"\n"):
+            while (rest := fh.readline(_CHUNK)) and not rest.endswith(b"\n"):
+                pass
+            yield None
+            continue
+        yield line.rstrip(b"\n")
+
+
 def read_log(path: Path) -> LogContents:
     """Header and latest record per (task, trial); an unreadable line (a run killed
-    mid-write) is skipped and counted."""
-    try:
-        lines = path.read_bytes().split(b"\n")
-    except OSError as exc:
-        raise LogFileError(f"cannot read results log {path}: {exc.strerror}") from None
+    mid-write) is skipped and counted. Read line by line from a regular file of at most
+    `MAX_LOG_SIZE` bytes (`_open_regular`): memory holds the records, not the file."""
+    with _open_regular(path) as fh:
+        try:
+            return _parse_log(path, _lines(fh))
+        except OSError as exc:
+            raise LogFileError(f"cannot read results log {path}: {exc.strerror or exc}") from None
+
+
+def _parse_log(path: Path, lines: Any) -> LogContents:
     header: dict[str, Any] | None = None
     records: dict[tuple[int | str, int], EpisodeRecord] = {}
     bad = 0
     for line in lines:
+        if line is None:  # longer than MAX_LINE_SIZE
+            bad += 1
+            continue
         if not line.strip():
             continue
         try:
@@ -183,25 +255,37 @@ class ResultsLog:
     the event loop keeps serving the other episodes). A line leaves the queue only in
     the thread that writes it: Ctrl-C cancels the flusher, and a write it had handed to a
     thread that never started is then done by `aclose` instead of being lost.
+
+    A write that fails (a full disk, a file size limit) is taken back (`_append_lines`),
+    its lines go back to the head of the queue and `failure` is set: the runner starts no
+    new episode, nothing more is tried until `aclose`, which tries the queue once more and
+    then raises `LogWriteError` (saying how many lines are still unwritten).
     """
 
     def __init__(self, path: Path) -> None:
         self.path = path
-        self._fh = path.open("ab")
+        # Unbuffered: a write that fails leaves nothing behind in a buffer to be written
+        # (half a line) when the file is closed.
+        self._fh = path.open("ab", buffering=0)
         _lock_for_writing(self._fh, path)
         self._pending: list[bytes] = []
         self._queue_lock = threading.Lock()  # held for a list operation only
         self._flusher: asyncio.Task[None] | None = None
         self._lock = threading.Lock()  # held while writing: one writer at a time
         self.written = 0
+        self.failure: OSError | None = None  # the first write that failed
 
     @classmethod
     def create(cls, path: Path, header: dict[str, Any]) -> ResultsLog:
         path.parent.mkdir(parents=True, exist_ok=True)
         with path.open("xb") as fh:
-            fh.write(_dumps({"type": "header", "format": LOG_FORMAT, **header}))
-            fh.flush()
-            os.fsync(fh.fileno())
+            try:
+                fh.write(_dumps({"type": "header", "format": LOG_FORMAT, **header}))
+                fh.flush()
+                os.fsync(fh.fileno())
+            except OSError:  # a full disk: no log with half a header is left behind
+                path.unlink(missing_ok=True)
+                raise
         return cls(path)
 
     @classmethod
@@ -213,54 +297,111 @@ class ResultsLog:
         `read_log` counted it: an editor or a copy dropped the newline) and dropped when it
         is not (a run killed mid-write)."""
         log = cls(path)
-        with path.open("r+b") as fh:
-            data = fh.read()
-            end = data.rfind(b"\n") + 1
-            if end != len(data):
-                if _is_document(data[end:]):
-                    fh.write(b"\n")
-                else:
-                    fh.truncate(end)
-        log._write_now([_dumps({"type": "resume", **note})])
+        try:
+            with path.open("r+b") as fh:
+                start = _last_line_start(fh)
+                end = fh.seek(0, os.SEEK_END)
+                if start != end:
+                    fh.seek(start)
+                    tail = fh.read(end - start) if end - start <= MAX_LINE_SIZE else b""
+                    if _is_document(tail):
+                        fh.write(b"\n")
+                    else:
+                        fh.truncate(start)
+            log._write_now([_dumps({"type": "resume", **note})])
+        except BaseException:
+            log._fh.close()
+            raise
         return log
+
+    def _append_lines(self, data: bytes) -> None:
+        """Write `data` at the end of the log and fsync it, or leave the file as it was
+        and raise: what a failing write got onto the disk (part of a line, before ENOSPC
+        or EFBIG) is cut off again, so the log holds whole lines only and the same lines
+        can be written later without a duplicate."""
+        fd = self._fh.fileno()
+        start = os.fstat(fd).st_size
+        try:
+            view = memoryview(data)
+            while view:
+                n = os.write(fd, view)
+                if n <= 0:  # pragma: no cover - a regular file writes or raises
+                    raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
+                view = view[n:]
+            os.fsync(fd)
+        except OSError:
+            with contextlib.suppress(OSError):
+                os.ftruncate(fd, start)
+            raise
 
     def _write_now(self, lines: list[bytes]) -> None:
         with self._lock:
-            self._fh.write(b"".join(lines))
-            self._fh.flush()
-            os.fsync(self._fh.fileno())
+            self._append_lines(b"".join(lines))
 
     def _write_pending(self) -> None:
-        """Take every queued line and write it (in whichever thread runs this)."""
+        """Take every queued line and write it (in whichever thread runs this). When the
+        write fails the lines go back to the head of the queue and `failure` is set."""
         with self._lock:
             with self._queue_lock:
                 batch, self._pending = self._pending, []
-            if batch:
-                self._fh.write(b"".join(batch))
-                self._fh.flush()
-                os.fsync(self._fh.fileno())
-                self.written += len(batch)
+            if not batch:
+                return
+            try:
+                self._append_lines(b"".join(batch))
+            except OSError as exc:
+                with self._queue_lock:
+                    self._pending[:0] = batch  # before any line queued meanwhile
+                self.failure = self.failure or exc
+                return
+            self.written += len(batch)
 
     def append(self, record: EpisodeRecord, line: bytes | None = None) -> None:
         """Queue a record (or its `line`, already encoded by `encode_record`); it is
-        written and fsynced promptly in the background."""
+        written and fsynced promptly in the background (after a failed write, only
+        queued: `aclose` tries once more)."""
         encoded = line if line is not None else encode_record(record)
         with self._queue_lock:
             self._pending.append(encoded)
-        if self._flusher is None or self._flusher.done():
+        if self.failure is None and (self._flusher is None or self._flusher.done()):
             self._flusher = asyncio.get_running_loop().create_task(self._flush_loop())
 
     async def _flush_loop(self) -> None:
-        while self._pending:
+        while self._pending and self.failure is None:
             await asyncio.to_thread(self._write_pending)
 
+    @property
+    def unsaved(self) -> int:
+        """Lines queued and not (yet) on disk."""
+        return len(self._pending)
+
     async def aclose(self) -> None:
-        """Wait until everything queued is on disk, then close the file."""
+        """Wait until everything queued is on disk, then close the file. `LogWriteError`
+        when a write failed during the run (the file is closed all the same, and holds
+        whole lines only), after one more try at what is still queued."""
         while self._flusher is not None and not self._flusher.done():
             await asyncio.shield(self._flusher)
         if self._flusher is not None and self._flusher.done() and not self._flusher.cancelled():
             exc = self._flusher.exception()
             if exc is not None:
+                self._fh.close()
                 raise exc
-        self._write_pending()  # after a write still running in a thread, if any
-        self._fh.close()
+        try:
+            self._write_pending()  # after a write still running in a thread, if any
+        finally:
+            self._fh.close()
+        if self.failure is not None:
+            raise LogWriteError(self.path, self.failure, self.unsaved)
+
+
+def _last_line_start(fh: BinaryIO) -> int:
+    """Where the file's last line starts: just after its last newline (0 when it has
+    none). Read backwards a chunk at a time: a log may be gigabytes long."""
+    pos = fh.seek(0, os.SEEK_END)
+    while pos > 0:
+        step = min(_CHUNK, pos)
+        fh.seek(pos - step)
+        newline = fh.read(step).rfind(b"\n")
+        if newline >= 0:
+            return pos - step + newline + 1
+        pos -= step
+    return 0

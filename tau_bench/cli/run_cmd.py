@@ -47,6 +47,44 @@ def _resume_command(plan: Any) -> str:
     return f"tau run --resume {plan.log_path}" + (f" --num-trials {trials}" if trials > 1 else "")
 
 
+def _write_failure(runner: Any) -> str | None:
+    """The `error:` line for a file of the run that could not be written (a full disk),
+    saying what was kept and how to go on; None when every file was written."""
+    plan = runner.plan
+    then = f"once it can be written (free some space), continue with: {_resume_command(plan)}"
+    log_error = runner.log_error
+    if log_error is not None:
+        lost = (
+            f", {log_error.unsaved} finished episode(s) could not be saved (they run again)"
+            if log_error.unsaved
+            else ""
+        )
+        return f"{log_error}; the run was stopped{lost}; {then}"
+    if runner.output_error is not None:
+        return (
+            f"{runner.output_error}; the results log {plan.log_path} holds every finished "
+            f"episode (it is the source of truth); {then}"
+        )
+    return None
+
+
+def _stopped(runner: Any, how: str, code: int) -> NoReturn:
+    """Ctrl-C or SIGTERM: what was saved and the command that continues the run."""
+    plan = runner.plan
+    problem = _write_failure(runner)
+    if problem is not None:
+        fail(problem, code)
+    if not plan.log_path.exists():
+        _note(f"{how} before the run started: nothing was written")
+        raise SystemExit(code)
+    done = runner.outcome.summary["episodes_done"] if runner.outcome else 0
+    _note(
+        f"{how}: {done} of {len(plan.order)} episodes saved in {plan.log_path}; "
+        f"continue with: {_resume_command(plan)}"
+    )
+    raise SystemExit(code)
+
+
 def _note(message: str) -> None:
     """A status line on stderr, never wrapped (scripts grep these); an episode's error
     in it (a bot's words) is shown, never obeyed by the terminal."""
@@ -60,6 +98,7 @@ def _execute(cfg: RunConfig) -> None:
     from tau_bench.config import RunConfigError
     from tau_bench.data.paths import DataDirError
     from tau_bench.runner import Runner, prepare_run
+    from tau_bench.runner.core import TERMINATED, RunTerminated, RunWriteError
     from tau_bench.suites import UnknownDomainError, UnknownSplitError
     from tau_bench.tasks import TaskFileError
 
@@ -75,7 +114,7 @@ def _execute(cfg: RunConfig) -> None:
         fail(str(exc))
     err = terminal.console(stderr=True)
     observer = make_progress(err, quiet=cfg.quiet)
-    runner = Runner(plan, observer)
+    runner = Runner(plan, observer, sigterm_stops=True)
     if plan.resumed:
         _note(
             f"resuming {plan.log_path}: {len(plan.order) - len(plan.pending)} of "
@@ -86,12 +125,13 @@ def _execute(cfg: RunConfig) -> None:
     except RunConfigError as exc:
         fail(str(exc))
     except KeyboardInterrupt:
-        done = runner.outcome.summary["episodes_done"] if runner.outcome else 0
-        _note(
-            f"interrupted: {done} of {len(plan.order)} episodes saved in {plan.log_path}; "
-            f"continue with: {_resume_command(plan)}"
-        )
-        raise SystemExit(130) from None
+        _stopped(runner, "interrupted", 130)
+    except RunTerminated:
+        _stopped(runner, "terminated (SIGTERM)", TERMINATED)
+    except RunWriteError:
+        if runner.outcome is not None:
+            terminal.console().print(render_summary(runner.outcome.summary))
+        fail(_write_failure(runner) or "cannot write the run's files", 1)
     terminal.console().print(render_summary(outcome.summary))
     summary = outcome.summary
     for line in summary.get("worker_errors", []):

@@ -20,10 +20,14 @@ run's episodes and each session gets its endpoint (`SessionContext.tool_endpoint
 from __future__ import annotations
 
 import asyncio
+import contextlib
+import signal
 import sys
+import threading
 import time
 from collections import deque
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from tau_adapters.protocol import AdapterError, ToolServerRequest, UserSimulator
@@ -45,11 +49,13 @@ from tau_bench.results import (
     record_from_exception,
     write_json_atomic,
 )
-from tau_bench.results_log import LogFileError
+from tau_bench.results_log import LogFileError, LogWriteError
 from tau_bench.runner.breaker import CircuitBreaker
 from tau_bench.runner.collector import run_pace
 from tau_bench.runner.deadlines import (
+    CANCEL_GRACE,
     EpisodeTimeoutError,
+    bounded,
     episode_deadline,
     user_with_deadline,
     with_turn_deadline,
@@ -70,10 +76,87 @@ ACLOSE_DEADLINE = 60.0
 """Seconds the agent provider has to close after the last episode (then the results are
 written anyway, with `agent_close_error` in the summary)."""
 
+TERMINATED = 128 + signal.SIGTERM
+"""Exit status of a run that SIGTERM stopped (143), as the shell reports a process it
+killed: what `timeout`, `docker stop` and Kubernetes expect."""
+
 if TYPE_CHECKING:
     from tau_bench.toolserver.host import ToolServerHost
 
 NO_MODEL_USERS = frozenset({"scripted", "human"})
+
+
+class RunTerminated(Exception):
+    """The run got SIGTERM and stopped as on Ctrl-C: the finished episodes are written
+    (log, results, summary with `interrupted: true`) and `runner.outcome` is set."""
+
+
+class RunWriteError(Exception):
+    """A file of the run could not be written (a full disk, a file size limit).
+    `log_error`: the results log failed, so the run started no new episode and
+    `log_error.unsaved` finished episodes are not in it (`--resume` runs them again);
+    `output_error`: the results or summary file failed (the log holds every finished
+    episode: `--resume` writes them again). `runner.outcome` is set all the same."""
+
+    def __init__(self, log_error: LogWriteError | None, output_error: str | None) -> None:
+        parts = [str(log_error) if log_error else None, output_error]
+        super().__init__("; ".join(part for part in parts if part))
+        self.log_error = log_error
+        self.output_error = output_error
+
+
+class _SigtermCancels:
+    """SIGTERM as Ctrl-C for one run: it cancels the run's task once, so the finished
+    episodes are written, and the run raises `RunTerminated`. Once the run is writing
+    its files (`disarm`) a SIGTERM no longer cancels anything - the files are finished,
+    then `RunTerminated` is raised all the same. Only when asked (`tau run`: a program
+    with several runs, or its own idea of SIGTERM, is left alone), in the main thread of
+    an event loop that takes signal handlers, and while SIGTERM has its default action
+    (an embedding program's own handler is kept). `claim` takes SIGTERM back from Ray,
+    whose `ray.init` puts its own handlers in (one exits at once, a native one prints a
+    stack dump)."""
+
+    def __init__(self, enabled: bool) -> None:
+        self.enabled = enabled
+        self.received = False
+        self._armed = True
+        self._task: asyncio.Task[Any] | None = None
+
+    def _on_sigterm(self) -> None:
+        if self.received or self._task is None:
+            return
+        self.received = True
+        if self._armed:
+            self._task.cancel()
+
+    def disarm(self) -> None:
+        """From now on a SIGTERM is noted, not acted on: the run is writing its files."""
+        self._armed = False
+
+    def claim(self) -> None:
+        """(Re)install the handler, if this run owns SIGTERM."""
+        if self._task is not None:
+            asyncio.get_running_loop().add_signal_handler(signal.SIGTERM, self._on_sigterm)
+
+    @contextlib.contextmanager
+    def handling(self) -> Iterator[None]:
+        if (
+            self.enabled
+            and threading.current_thread() is threading.main_thread()
+            and signal.getsignal(signal.SIGTERM) is signal.SIG_DFL
+        ):
+            self._task = asyncio.current_task()
+            try:
+                self.claim()
+            except (NotImplementedError, RuntimeError):  # not a Unix loop
+                self._task = None
+        try:
+            yield
+        finally:
+            if self._task is not None:
+                self._task = None
+                asyncio.get_running_loop().remove_signal_handler(signal.SIGTERM)
+                signal.signal(signal.SIGTERM, signal.SIG_DFL)  # Ray's, if it put one in
 
 
 class Runner:
@@ -85,9 +168,13 @@ class Runner:
         observer: RunObserver | None = None,
         provider: AgentProvider | None = None,
         user_factory: Callable[[], UserSimulator] | None = None,
+        *,
+        sigterm_stops: bool = False,
     ) -> None:
         """`provider` and `user_factory` replace the ones the config names (embedding,
-        benchmarks); the defaults build them from `agent_strategy` / `user_strategy`."""
+        benchmarks); the defaults build them from `agent_strategy` / `user_strategy`.
+        `sigterm_stops`: SIGTERM stops the run as Ctrl-C does (`RunTerminated`), for a
+        program whose one run this is (`tau run`)."""
         self.plan = plan
         self.config = plan.config
         self.observer = observer
@@ -104,6 +191,9 @@ class Runner:
         self.worker_stats: list[dict[str, Any]] = []  # per Ray worker (benchmarks)
         self._config_secrets: list[str] | None = None
         self.close_problem: str | None = None  # the provider's aclose failed or hung
+        self.log_error: LogWriteError | None = None  # the results log could not be written
+        self.output_error: str | None = None  # the results or summary file could not
+        self.sigterm = _SigtermCancels(sigterm_stops)
 
     def secrets(self, provider: AgentProvider) -> list[str]:
         """What every record and check message of this run masks: the provider's secrets
@@ -191,6 +281,7 @@ class Runner:
         """The agent's display name into the run name; the run manifest (`tau_bench.manifest`)."""
         apply_display_name(self.plan, display_name(provider))
         self.manifest = build_manifest(self.plan, provider)
+        self.plan.check_agent(self.manifest)  # a resumed run's agent must be the logged one
 
     def user_model_for(self, key: Key) -> str:
         """The user model of (task, trial): round-robin over `user_models` by sample index."""
@@ -286,12 +377,18 @@ class Runner:
 
     def _finish(self, record: EpisodeRecord, line: bytes | None = None) -> bool:
         """Store a finished episode and count it on the circuit breaker (both backends
-        come through here, in the order episodes finish): True when the run must stop."""
+        come through here, in the order episodes finish): True when the run must stop
+        (the breaker tripped, or the log could not be written)."""
         self._store(record, line)
-        return self.breaker.observe(record)
+        return self.breaker.observe(record) or self.log_failed()
+
+    def log_failed(self) -> bool:
+        """The results log could not be written (a full disk): start no new episode, as
+        each would be lost too; the ones running finish and stay in memory."""
+        return self._log is not None and self._log.failure is not None
 
     async def _work(self, provider: AgentProvider, queue: deque[Key], slots: ProviderSlots) -> None:
-        while queue:
+        while queue and not self.log_failed():
             key = queue.popleft()
             async with slots.hold():
                 record = await self._episode(provider, key)
@@ -308,9 +405,26 @@ class Runner:
         )
         return [self._records[k] for k in keys]
 
-    def _finalize(self, interrupted: bool) -> RunOutcome:
+    async def close_log(self) -> None:
+        """Close the log (everything queued on disk); a write that failed is kept in
+        `log_error`, not raised: the results and summary are still written."""
+        if self._log is None:
+            return
+        try:
+            await self._log.aclose()
+        except LogWriteError as exc:
+            self.log_error = exc
+
+    def _finalize(self, interrupted: bool, worker_errors: list[str] | None = None) -> RunOutcome:
+        """The outcome, and the results and summary files written from it (a file that
+        cannot be written is kept in `output_error`; the log holds the records)."""
         records = self.final_records()
-        summary = summarize(records, self.config.num_trials, planned=len(self.plan.order))
+        summary = summarize(
+            records,
+            self.config.num_trials,
+            planned=len(self.plan.order),
+            superseded=self.plan.superseded(self._records),
+        )
         summary = {
             "run_name": self.plan.run_name,
             "finished": now_iso(),
@@ -329,22 +443,70 @@ class Runner:
             **clean_subset_section(records, self.config.env, self.config.num_trials),
             **self.breaker.summary_section(),
             **({"agent_close_error": self.close_problem} if self.close_problem else {}),
+            **({"log_write_error": self._log_problem()} if self.log_error else {}),
+            **({"worker_errors": worker_errors} if worker_errors else {}),
         }
-        OUTPUT_WRITERS["tau-bench"](records, self.plan.log_path)
-        write_json_atomic(self.plan.summary_path, summary)
         self.outcome = RunOutcome(
             plan=self.plan, records=records, summary=summary, ran=self._ran, interrupted=interrupted
         )
+        self._write_outputs(records, summary)
         return self.outcome
+
+    def _log_problem(self) -> str:
+        """What the summary says when the log could not be written."""
+        assert self.log_error is not None
+        return (
+            f"{self.log_error}; the run was stopped, {self.log_error.unsaved} finished "
+            "episode(s) are not in the log (--resume runs them again)"
+        )
+
+    def _write_outputs(self, records: list[EpisodeRecord], summary: dict[str, Any]) -> None:
+        """`<run-name>.json` and `.summary.json`. One that cannot be written (a full
+        disk) is kept in `output_error` rather than raised: the log is the source of
+        truth, and `--resume` writes both again from it."""
+        writes: list[tuple[Path, Callable[[], object]]] = [
+            (
+                self.plan.results_path,
+                lambda: OUTPUT_WRITERS["tau-bench"](records, self.plan.log_path),
+            ),
+            (self.plan.summary_path, lambda: write_json_atomic(self.plan.summary_path, summary)),
+        ]
+        for target, write in writes:  # each tried: a small summary may fit where results did not
+            try:
+                write()
+            except OSError as exc:
+                self.output_error = self.output_error or (
+                    f"cannot write {target}: {exc.strerror or exc}"
+                )
+
+    def raise_write_error(self) -> None:
+        """`RunWriteError` when a file of the run could not be written."""
+        if self.log_error is not None or self.output_error is not None:
+            raise RunWriteError(self.log_error, self.output_error)
 
     async def run(self) -> RunOutcome:
         """Run every pending episode. On cancellation the finished ones are written
-        (log, results, summary), `self.outcome` is set, and the cancellation propagates.
+        (log, results, summary), `self.outcome` is set, and the cancellation propagates;
+        SIGTERM does the same and raises `RunTerminated` (`_SigtermCancels`). A file that
+        could not be written (a full disk) raises `RunWriteError` once everything that
+        could be written was, `self.outcome` set.
 
         With the Ray backend the episodes run on Ray workers (`runner.distributed`).
         The cycle collector runs at a run's pace meanwhile (`runner.collector`)."""
-        with run_pace():
-            return await self._run()
+        with run_pace(), self.sigterm.handling():
+            try:
+                outcome = await self._run()
+            except asyncio.CancelledError:
+                if not self.sigterm.received:
+                    raise
+                task = asyncio.current_task()
+                if task is not None:
+                    task.uncancel()
+                raise RunTerminated("terminated (SIGTERM)") from None
+            if self.sigterm.received:  # while the files were written: they are complete
+                raise RunTerminated("terminated (SIGTERM)")
+        self.raise_write_error()
+        return outcome
 
     async def _run(self) -> RunOutcome:
         cfg = self.config
@@ -353,8 +515,8 @@ class Runner:
         self._started = time.perf_counter()
         self._preflight_user()
         provider = self._provider or self._build_provider()
-        self._describe(provider)
         try:
+            self._describe(provider)
             await self._preflight(provider)
             await self._start_tool_server(provider)
             self._log = self._open_log()
@@ -377,15 +539,17 @@ class Runner:
             await asyncio.gather(*workers)
         except BaseException:
             interrupted = True
+            self.sigterm.disarm()  # the episodes are being stopped: let them
             for w in workers:
                 w.cancel()
-            await asyncio.gather(*workers, return_exceptions=True)
+            await _stop_workers(workers)
             raise
         finally:
+            self.sigterm.disarm()
             if self.observer is not None:
                 self.observer.finished()
             await self._release(provider)
-            await self._log.aclose()
+            await self.close_log()
             self._finalize(interrupted)
         assert self.outcome is not None
         return self.outcome
@@ -420,8 +584,8 @@ class Runner:
     async def _release(self, provider: AgentProvider) -> None:
         """Close the provider within `ACLOSE_DEADLINE`: a close that hangs or fails must
         not keep the finished episodes from their results and summary files."""
-        try:
-            await asyncio.wait_for(provider.aclose(), ACLOSE_DEADLINE)
+        try:  # `bounded`: an aclose that swallows its cancellation must not hold the run
+            await bounded(provider.aclose(), ACLOSE_DEADLINE, TimeoutError())
         except TimeoutError:
             self.close_problem = f"the agent provider did not close within {ACLOSE_DEADLINE:.0f} s"
         except Exception as exc:
@@ -447,6 +611,20 @@ class Runner:
 
         set_llm_path(self.config.llm_path)  # --llm-path (auto: direct where exact)
         return [self.config.agent_strategy] if limits else []
+
+
+INTERRUPT_GRACE = 2 * CANCEL_GRACE + 5.0
+"""Seconds cancelled episode workers have to end (each adapter call they wait on is
+stopped within `CANCEL_GRACE`) before the run writes its files without them."""
+
+
+async def _stop_workers(workers: list[asyncio.Task[Any]]) -> None:
+    """Wait, at most `INTERRUPT_GRACE`, for cancelled workers to end; a second Ctrl-C or a
+    close still running must not keep the finished episodes from their files."""
+    done, _ = await asyncio.wait(workers, timeout=INTERRUPT_GRACE)
+    for task in done:
+        if not task.cancelled():
+            task.exception()  # read: asyncio would log it as never retrieved
 
 
 async def run(config: RunConfig, observer: RunObserver | None = None) -> RunOutcome:

@@ -15,7 +15,6 @@ from tau_adapters.redaction import mask_values
 from tau_adapters.registry import UnknownAdapterError, load_builder
 from tau_bench.config import RunConfigError
 from tau_bench.records import EpisodeRecord
-from tau_bench.results import write_json_atomic
 from tau_bench.runner.backends import is_entry_point
 
 if TYPE_CHECKING:
@@ -62,6 +61,7 @@ async def run_on_workers(runner: Runner) -> RunOutcome:
     provider = runner._build_provider()  # fail fast on configuration, then close
     secrets = runner.secrets(provider)  # the workers' too (and the run's): masked in errors
     try:
+        runner._describe(provider)  # the manifest (and a resumed run's agent check)
         await runner._preflight(provider)
     finally:
         with contextlib.suppress(Exception):
@@ -76,6 +76,7 @@ async def run_on_workers(runner: Runner) -> RunOutcome:
     except (ConnectionError, TimeoutError, RuntimeError, ValueError) as exc:
         where = runner.config.ray_address or "a local Ray"
         raise RunConfigError(f"--backend ray: cannot start or reach {where}: {exc}") from None
+    runner.sigterm.claim()  # from `ray.init`'s handlers: SIGTERM stops the run as Ctrl-C
     runner._log = runner._open_log()
     pending = runner.plan.pending
     if runner.observer is not None:
@@ -96,14 +97,12 @@ async def run_on_workers(runner: Runner) -> RunOutcome:
         interrupted = True
         raise
     finally:
+        runner.sigterm.disarm()  # the files are being written: a SIGTERM now waits
         await backend.stop(graceful=not interrupted)
         runner.worker_stats = backend.worker_stats  # CPU and memory per worker (benchmarks)
         if runner.observer is not None:
             runner.observer.finished()
-        await runner._log.aclose()
-        outcome = runner._finalize(interrupted)
-        if backend.errors:
-            outcome.summary["worker_errors"] = mask_values(backend.errors, secrets)
-            write_json_atomic(runner.plan.summary_path, outcome.summary)
+        await runner.close_log()
+        runner._finalize(interrupted, mask_values(backend.errors, secrets) or None)
     assert runner.outcome is not None
     return runner.outcome

@@ -9,13 +9,13 @@ from pathlib import Path
 from typing import Any
 
 from tau_bench.analysis.variance import decompose_groups
-from tau_bench.config import EvalConfig, RunConfigError
+from tau_bench.config import EvalConfig, RunConfigError, default_ks
 from tau_bench.metrics import eval_metrics
 from tau_bench.output_files import output_problem, same_file
 from tau_bench.records import now_iso
 from tau_bench.results import write_json_atomic
 from tau_bench.runner.core import Runner, RunObserver, RunOutcome
-from tau_bench.runner.plan import RunPlan, prepare_run
+from tau_bench.runner.plan import RunPlan, prepare_run, with_trials
 
 
 @dataclass
@@ -31,6 +31,7 @@ def prepare_eval(config: EvalConfig, *, resume: bool = False) -> dict[str, RunPl
     """One validated run plan per user model; `max_concurrency` is shared between them.
 
     Runs that already have a log are resumed with `resume`, and refused without it.
+    Every run gets the same number of samples (`same_samples`).
     """
     total = int(config.run.get("max_concurrency") or 1)
     n = len(config.user_models)
@@ -45,8 +46,21 @@ def prepare_eval(config: EvalConfig, *, resume: bool = False) -> dict[str, RunPl
             )
         existing = str(log) if log.exists() else None
         plans[model] = prepare_run(config.run_config(model, max_concurrency=share, resume=existing))
+    plans = same_samples(plans)
     _check_output(config.output_path, plans)  # prepare_run writes nothing: still in time
     return plans
+
+
+def same_samples(plans: Mapping[str, RunPlan]) -> dict[str, RunPlan]:
+    """Every user model's plan with the most samples any has: a resumed run keeps every
+    trial its log holds (as `tau run --resume` does), so an eval resumed with fewer
+    `--num-samples`, or with a user model added, would otherwise compare models on
+    different numbers of samples."""
+    samples = max((p.config.num_trials for p in plans.values()), default=1)
+    return {
+        model: plan if plan.config.num_trials == samples else with_trials(plan, samples)
+        for model, plan in plans.items()
+    }
 
 
 def _check_output(path: Path, plans: Mapping[str, RunPlan]) -> None:
@@ -68,9 +82,14 @@ def _check_output(path: Path, plans: Mapping[str, RunPlan]) -> None:
 def eval_report(
     config: EvalConfig, outcomes: dict[str, RunOutcome], interrupted: bool = False
 ) -> dict[str, Any]:
-    """The eval's JSON: settings, the runs' files, and `tau_bench.metrics.eval_metrics`."""
+    """The eval's JSON: settings, the runs' files, and `tau_bench.metrics.eval_metrics`.
+
+    `num_samples` and the default ks are the runs' own (`same_samples` may have raised
+    the config's to what a resumed log holds)."""
     groups = {model: outcome.records for model, outcome in outcomes.items()}
     first = next(iter(outcomes.values()), None)
+    samples = max((o.plan.config.num_trials for o in outcomes.values()), default=config.num_samples)
+    ks = sorted(set(config.ks)) if config.ks else default_ks(samples)
     settings = first.plan.config.public_dict() if first else {}
     for key in ("user_model", "user_model_provider", "run_name", "resume", "log_dir"):
         settings.pop(key, None)
@@ -80,7 +99,7 @@ def eval_report(
         "created": now_iso(),
         "interrupted": interrupted,
         "user_models": list(config.user_models),
-        "num_samples": config.num_samples,
+        "num_samples": samples,
         "settings": settings,
         "runs": {
             model: {
@@ -90,7 +109,7 @@ def eval_report(
             }
             for model, outcome in outcomes.items()
         },
-        **eval_metrics(groups, config.k_values),
+        **eval_metrics(groups, ks),
         "variance": decompose_groups(groups),  # the same code as tau compare --by-user-model
     }
 
@@ -105,6 +124,7 @@ async def run_eval(
     On cancellation every run writes what finished (as `Runner.run` does), the report
     is written from it with `interrupted: true`, and the cancellation propagates.
     """
+    plans = same_samples(plans)  # prepare_eval's already are; a caller's own may not be
     runners = {m: Runner(plan, (observers or {}).get(m)) for m, plan in plans.items()}
     tasks = [asyncio.ensure_future(r.run()) for r in runners.values()]
     interrupted = False

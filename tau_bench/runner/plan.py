@@ -8,12 +8,16 @@ namespaced, `"retail/12"`.
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import json
 import random
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
+from tau_adapters.jsonsafe import printable
 from tau_bench.analysis.loading import ResultsLoadError, read_checked_log
 from tau_bench.config import RunConfig, RunConfigError, fingerprint_differences
 from tau_bench.records import EpisodeRecord
@@ -38,7 +42,8 @@ class RunPlan:
     """What a run will do, fully validated: tasks, the (task, trial) order, file names.
 
     `domain` is the first (usually only) domain; `domains` and `refs` say which domain
-    each task id belongs to.
+    each task id belongs to. `recorded_manifest` is the resumed log's manifest (what
+    `check_agent` compares the rebuilt agent with).
     """
 
     config: RunConfig
@@ -53,6 +58,7 @@ class RunPlan:
     source: str = ""
     domains: dict[str, Domain] = field(default_factory=dict)
     refs: dict[TaskId, TaskRef] = field(default_factory=dict)
+    recorded_manifest: dict[str, Any] = field(default_factory=dict)
     _positions: dict[TaskId, int] = field(default_factory=dict, init=False, repr=False)
 
     def __post_init__(self) -> None:
@@ -77,6 +83,24 @@ class RunPlan:
         """Pairs still to run: missing from the log, or recorded with an error."""
         return [k for k in self.order if k not in self.existing or self.existing[k].is_error]
 
+    def superseded(self, final: Mapping[Key, EpisodeRecord]) -> list[EpisodeRecord]:
+        """The log's records that `final` (the latest record per pair) replaced: errored
+        attempts this resume ran again. Their spend still counts (`metrics.summarize`)."""
+        return [r for k, r in self.existing.items() if final.get(k, r) is not r]
+
+    def check_agent(self, manifest: Mapping[str, Any]) -> None:
+        """Refuse to resume with an agent other than the log's: the fingerprint holds the
+        `--http-config` path, not what the file says; the manifest's `config_hash`
+        (settings plus the provider's `config_digest`) does. Call it once the provider
+        is built, before any episode runs or the log is reopened."""
+        if not self.resumed:
+            return
+        problem = agent_difference(self.recorded_manifest, manifest)
+        if problem is not None:
+            raise RunConfigError(
+                f"cannot resume {self.log_path}: the agent's configuration differs ({problem})"
+            )
+
     @property
     def results_path(self) -> Path:
         return self.log_path.with_suffix(".json")
@@ -84,6 +108,36 @@ class RunPlan:
     @property
     def summary_path(self) -> Path:
         return self.log_path.with_name(self.log_path.stem + ".summary.json")
+
+
+def _agent_part(manifest: Mapping[str, Any]) -> Mapping[str, Any]:
+    agent = manifest.get("agent") if isinstance(manifest, Mapping) else None
+    return agent if isinstance(agent, Mapping) else {}
+
+
+def agent_difference(recorded: Mapping[str, Any], current: Mapping[str, Any]) -> str | None:
+    """What differs between two manifests' agents (`name`, `config_hash`), shown safely;
+    None when they match, or when `recorded` has no hash (a log from before manifests,
+    or one written by the Ray backend, which records none)."""
+    old, new = _agent_part(recorded), _agent_part(current)
+    old_hash, new_hash = old.get("config_hash"), new.get("config_hash")
+    if not isinstance(old_hash, str) or old_hash == new_hash:
+        return None
+    parts = []
+    if old.get("name") != new.get("name"):
+        parts.append(f"name {old.get('name')!r} -> {new.get('name')!r}")
+    parts.append(
+        f"config_hash {old_hash[:12]} -> {str(new_hash)[:12]}: its settings or its "
+        "configuration file (--http-config...) changed"
+    )
+    return printable("; ".join(parts))
+
+
+def with_trials(plan: RunPlan, num_trials: int) -> RunPlan:
+    """`plan` with `num_trials` trials of every task (the order rebuilt as a fresh plan's)."""
+    _check_size(len(plan.tasks), num_trials)
+    config = plan.config.model_copy(update={"num_trials": num_trials})
+    return dataclasses.replace(plan, config=config, order=_order(plan.tasks, config))
 
 
 # -- preparation -----------------------------------------------------------------------
@@ -201,6 +255,15 @@ def for_run(domain: Domain, config: RunConfig) -> Domain:
 MAX_EPISODES = 1_000_000  # a run's plan is held in memory; far above any real use
 
 
+def _check_size(tasks: int, trials: int) -> None:
+    """Refuse a plan of more than `MAX_EPISODES` (task, trial) pairs (held in memory)."""
+    if tasks * trials > MAX_EPISODES:
+        raise RunConfigError(
+            f"{tasks} tasks x {trials} trials is more than {MAX_EPISODES:,} "
+            "episodes in one run: split it"
+        )
+
+
 def _order(tasks: dict[TaskId, Task], config: RunConfig) -> list[Key]:
     """The (task, trial) pairs, trial by trial; each trial's tasks shuffled when asked."""
     rng = random.Random(config.seed)
@@ -235,11 +298,7 @@ def prepare_run(config: RunConfig) -> RunPlan:
     domains = {name: for_run(load_domain(name, config.data_dir), config) for name in config.envs}
     domain = domains[config.envs[0]]
     tasks, refs, source, end = _select_tasks(config, domains)
-    if len(tasks) * config.num_trials > MAX_EPISODES:
-        raise RunConfigError(
-            f"{len(tasks)} tasks x {config.num_trials} trials is more than {MAX_EPISODES:,} "
-            "episodes in one run: split it"
-        )
+    _check_size(len(tasks), config.num_trials)
     order = _order(tasks, config)
     digest = task_data_hash(tasks)
 
@@ -260,10 +319,8 @@ def prepare_run(config: RunConfig) -> RunPlan:
         # Every trial already in the log stays in the results, whatever --num-trials says
         # (a resume that added trials must not be undone by the next plain resume).
         recorded = 1 + max((trial for _, trial in contents.records), default=-1)
-        if recorded > config.num_trials:
-            config = config.model_copy(update={"num_trials": recorded})
-            order = _order(tasks, config)
-        return RunPlan(
+        manifest = header.get("manifest")
+        plan = RunPlan(
             config=config,
             domain=domain,
             tasks=tasks,
@@ -276,7 +333,9 @@ def prepare_run(config: RunConfig) -> RunPlan:
             source=source,
             domains=domains,
             refs=refs,
+            recorded_manifest=manifest if isinstance(manifest, dict) else {},
         )
+        return with_trials(plan, recorded) if recorded > config.num_trials else plan
 
     log_dir = Path(config.log_dir)
     stem = config.run_name or run_file_stem(
