@@ -9,7 +9,8 @@ One job per module:
     classify.py   error typing, Retry-After, providers and missing API keys
     limits.py     provider concurrency caps
     clients.py    pooled httpx clients handed to litellm
-    response.py   `Completion`: message, usage, cost
+    response.py   `Completion`: message, usage, cost; the reply check (`checked_reply`)
+    wire.py       reply bodies bounded in size (decompressed too) and checked on the wire
     complete.py   `complete`, the call itself
     direct.py     the direct path: OpenAI-compatible calls on the `openai` client
     direct_clients.py  its pooled `AsyncOpenAI` clients
@@ -37,7 +38,9 @@ from tau_bench.llm.errors import (
     LLMBadRequestError,
     LLMContextWindowError,
     LLMError,
+    LLMMalformedReplyError,
     LLMRateLimitError,
+    LLMReplyTooLargeError,
     LLMUnavailableError,
 )
 from tau_bench.llm.limits import provider_limits, set_provider_limits
@@ -59,7 +62,9 @@ __all__ = [
     "LLMConfig",
     "LLMContextWindowError",
     "LLMError",
+    "LLMMalformedReplyError",
     "LLMRateLimitError",
+    "LLMReplyTooLargeError",
     "LLMUnavailableError",
     "RetryPolicy",
     "RetryRecord",

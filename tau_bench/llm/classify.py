@@ -16,6 +16,7 @@ from tau_bench.llm.errors import (
     LLMBadRequestError,
     LLMContextWindowError,
     LLMError,
+    LLMMalformedReplyError,
     LLMRateLimitError,
     LLMUnavailableError,
 )
@@ -39,6 +40,10 @@ _GOOGLE_AUTH = re.compile(
     r"invalid_grant|RefreshError|Failed to load vertex credentials|DefaultCredentialsError"
     r"|Could not automatically determine credentials|API key not valid|API_KEY_INVALID"
 )
+
+# litellm's words for a reply it could not turn into a response (a malformed one, on the
+# routes whose replies `tau_bench.llm.wire` does not check first): not a connection error.
+_INVALID_RESPONSE = "Invalid response object"
 
 
 def provider_of(config: LLMConfig) -> str:
@@ -93,6 +98,8 @@ def status_of(exc: BaseException) -> int | None:
 
 def classify(exc: BaseException) -> tuple[type[LLMError], bool]:
     """The error type an exception maps to, and whether another attempt may succeed."""
+    if isinstance(exc, LLMError):  # ours (a malformed reply, the call's deadline)
+        return type(exc), exc.retryable
     module = litellm()
     if _MISSING_CREDENTIALS.search(str(exc)) or _GOOGLE_AUTH.search(str(exc)):
         return LLMAuthError, False  # credentials missing or refused: never retry
@@ -102,6 +109,8 @@ def classify(exc: BaseException) -> tuple[type[LLMError], bool]:
         return LLMAuthError, False
     if isinstance(exc, module.RateLimitError):
         return LLMRateLimitError, True
+    if _INVALID_RESPONSE in str(exc):
+        return LLMMalformedReplyError, False
     if isinstance(exc, module.Timeout | module.APIConnectionError | asyncio.TimeoutError):
         return LLMUnavailableError, True
     status = status_of(exc)

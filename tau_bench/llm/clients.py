@@ -27,13 +27,32 @@ POOLED_PROVIDERS = frozenset({"openai", "anthropic", "gemini"})
 """Providers whose litellm handler takes an `AsyncHTTPHandler` as `client`."""
 
 
-def _new_handler(timeout: float | None) -> Any:
+def _new_handler(timeout: float | None, limit: int, provider: str) -> Any:
     """litellm's async HTTP handler over an httpx client configured as litellm configures
-    its own (TLS, user agent, no cookies, proxies from the environment), plus pool limits."""
+    its own (TLS, user agent, no cookies, proxies from the environment), plus pool limits,
+    its reply bodies bounded to `limit` bytes (`wire.bound_client`; OpenAI replies also
+    checked). The handler's fresh client for a retried connection is bounded alike."""
+
+    def client(**_: Any) -> Any:
+        return _new_client(timeout, limit, check_chat=provider == "openai")
+
+    litellm()  # configured before its first import
+    from litellm.llms.custom_httpx import http_handler as hh
+
+    handler = hh.AsyncHTTPHandler(timeout=timeout)
+    handler.client = client()  # the documented setter: litellm will not close it
+    # litellm's one-off client after a dropped connection, bounded too
+    handler.create_client = client  # type: ignore[method-assign,assignment]
+    return handler
+
+
+def _new_client(timeout: float | None, limit: int, *, check_chat: bool) -> Any:
     import httpx
 
     module = litellm()
     from litellm.llms.custom_httpx import http_handler as hh
+
+    from tau_bench.llm.wire import bound_client
 
     client = httpx.AsyncClient(
         timeout=timeout if timeout is not None else 600.0,
@@ -45,16 +64,14 @@ def _new_handler(timeout: float | None) -> Any:
         follow_redirects=True,
         http2=hh.http2_enabled(),
     )
-    handler = hh.AsyncHTTPHandler(timeout=timeout)
-    handler.client = client  # the documented setter: litellm will not close it
-    return handler
+    return bound_client(client, limit, check_chat=check_chat)
 
 
 class ClientPool:
-    """The httpx clients of one provider and api_base on one event loop."""
+    """The httpx clients of one provider, api_base and reply limit on one event loop."""
 
-    def __init__(self, timeout: float | None) -> None:
-        self.timeout = timeout
+    def __init__(self, timeout: float | None, limit: int, provider: str) -> None:
+        self.timeout, self.limit, self.provider = timeout, limit, provider
         self.handlers: list[Any] = []
         self.load: list[int] = []
 
@@ -62,7 +79,7 @@ class ClientPool:
         """The least-loaded client and its index; a new one when every client is full."""
         best = min(range(len(self.load)), key=self.load.__getitem__, default=-1)
         if best < 0 or self.load[best] >= SHARD_CALLS:
-            self.handlers.append(_new_handler(self.timeout))
+            self.handlers.append(_new_handler(self.timeout, self.limit, self.provider))
             self.load.append(0)
             best = len(self.load) - 1
         self.load[best] += 1
@@ -79,26 +96,29 @@ class ClientPool:
 
 
 _pools: weakref.WeakKeyDictionary[
-    asyncio.AbstractEventLoop, dict[tuple[str, str | None], ClientPool]
+    asyncio.AbstractEventLoop, dict[tuple[str, str | None, int], ClientPool]
 ] = weakref.WeakKeyDictionary()
 
 
-def client_pool(provider: str, api_base: str | None, timeout: float | None) -> ClientPool | None:
-    """The running loop's pool for a provider and api_base; None when litellm should use
-    its own clients (a provider it cannot hand ours to, or the OpenAI SDK route)."""
+def client_pool(
+    provider: str, api_base: str | None, timeout: float | None, limit: int
+) -> ClientPool | None:
+    """The running loop's pool for a provider, api_base and reply limit (bytes); None when
+    litellm should use its own clients (a provider it cannot hand ours to, or the OpenAI
+    SDK route): those replies are not bounded (docs/agents-and-users.md)."""
     if provider not in POOLED_PROVIDERS or (provider == "openai" and not openai_via_handler()):
         return None
     per_loop = _pools.setdefault(asyncio.get_running_loop(), {})
-    key = (provider, api_base)
+    key = (provider, api_base, limit)
     if key not in per_loop:
-        per_loop[key] = ClientPool(timeout)
+        per_loop[key] = ClientPool(timeout, limit, provider)
     return per_loop[key]
 
 
 def client_counts() -> dict[str, int]:
     """httpx clients open per provider on the running event loop (tests, benchmarks)."""
     out: dict[str, int] = {}
-    for (provider, _), pool in _pools.get(asyncio.get_running_loop(), {}).items():
+    for (provider, _, _), pool in _pools.get(asyncio.get_running_loop(), {}).items():
         out[provider] = out.get(provider, 0) + len(pool.handlers)
     return out
 

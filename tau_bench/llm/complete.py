@@ -5,6 +5,11 @@ typing must behave the same whoever calls the model. OpenAI-format calls go thro
 litellm's own HTTP handler, pooled clients are handed to litellm, the cost litellm already
 computed is reused, and a missing API key fails before any request. OpenAI-compatible
 calls take the direct path (`tau_bench.llm.direct`) where it sends exactly the same.
+
+On both paths each attempt is bounded as a whole by the config's `timeout` (a server
+that drips its answer a byte at a time fails like a silent one), each reply body by its
+`max_response_bytes` (`tau_bench.llm.wire`), and a reply that is not a chat completion
+is one `LLMMalformedReplyError`, never a Python exception from deep inside the parsing.
 """
 
 from __future__ import annotations
@@ -21,9 +26,21 @@ from tau_bench.llm.classify import classify, missing_key, provider_of, retry_aft
 from tau_bench.llm.clients import client_pool
 from tau_bench.llm.config import LLMConfig
 from tau_bench.llm.direct import use_direct
-from tau_bench.llm.errors import LLMAuthError, LLMError
+from tau_bench.llm.errors import (
+    LLMAuthError,
+    LLMError,
+    LLMMalformedReplyError,
+    LLMUnavailableError,
+)
 from tau_bench.llm.limits import semaphore
-from tau_bench.llm.response import Completion, message_dict, raw_json, usage_of
+from tau_bench.llm.response import (
+    Completion,
+    clean_usage_dict,
+    message_dict,
+    raw_json,
+    token_count,
+    usage_of,
+)
 from tau_bench.llm.retry import RetryRecord, call_with_retries
 from tau_bench.llm.runtime import litellm
 
@@ -99,15 +116,15 @@ async def complete(
     pool = (
         None
         if "client" in kwargs or "ssl_verify" in kwargs
-        else client_pool(provider, config.api_base, config.timeout)
+        else client_pool(provider, config.api_base, config.timeout, config.max_response_bytes)
     )
 
     async def send() -> Any:
         if pool is None:
-            return await module.acompletion(**kwargs)
+            return _with_choices(await module.acompletion(**kwargs))
         slot, client = pool.acquire()
         try:
-            return await module.acompletion(**kwargs, client=client)
+            return _with_choices(await module.acompletion(**kwargs, client=client))
         finally:
             pool.release(slot)
 
@@ -135,13 +152,13 @@ async def _complete_direct(
         return await direct.send(config, messages, tools, overrides)
 
     data, retries, latency = await _with_retries(config, provider, send, direct.classify_direct)
-    usage = data.get("usage") or {}
+    usage = clean_usage_dict(data.get("usage") or {})
     model = direct.request_model(config)
     return Completion(
         message=direct.message_of(data),
         usage=Usage(
-            prompt_tokens=int(usage.get("prompt_tokens") or 0),
-            completion_tokens=int(usage.get("completion_tokens") or 0),
+            prompt_tokens=token_count(usage.get("prompt_tokens") or 0),
+            completion_tokens=token_count(usage.get("completion_tokens") or 0),
             cost=direct.cost_of(model, usage),
             calls=1,
         ),
@@ -150,6 +167,36 @@ async def _complete_direct(
         model=config.model,
         latency=latency,
     )
+
+
+def _with_choices(response: Any) -> Any:
+    """litellm's response, if it has a choice to read (litellm passes an empty list on)."""
+    if not getattr(response, "choices", None):
+        raise LLMMalformedReplyError("malformed reply: it has no choices")
+    return response
+
+
+async def _attempt(config: LLMConfig, send: Callable[[], Awaitable[Any]]) -> Any:
+    """One attempt, finished within the config's `deadline()` (connect, headers and the
+    whole body: the HTTP clients' own timeouts only bound each read); a reply refused
+    below the SDK that sent it (too large, malformed) as its own `LLMError`."""
+    limit = config.deadline()
+    try:
+        async with asyncio.timeout(limit) as deadline:
+            return await send()
+    except TimeoutError:
+        if not deadline.expired():
+            raise
+        raise LLMUnavailableError(
+            f"no complete answer within {limit:g} s (timeout)", retryable=True
+        ) from None
+    except Exception as exc:
+        from tau_bench.llm.wire import reply_error
+
+        own = reply_error(exc)
+        if own is None or own is exc:
+            raise
+        raise own from None
 
 
 async def _with_retries(
@@ -168,9 +215,9 @@ async def _with_retries(
         started = time.perf_counter()
         cap = semaphore(provider)
         if cap is None:
-            return await send()
+            return await _attempt(config, send)
         async with cap:
-            return await send()
+            return await _attempt(config, send)
 
     def record(attempt: int, exc: BaseException, wait: float) -> None:
         kind = classifier(exc)[0].kind

@@ -9,6 +9,13 @@ from typing import Any
 from tau_adapters.protocol import AdapterConfigError
 from tau_bench.llm.retry import RetryPolicy
 
+DEFAULT_MAX_RESPONSE_BYTES = 16 * 1024 * 1024
+"""Bytes of one reply body, before and after decompression (16 MiB): far more than any
+model writes in one answer, far less than what hurts a worker (`tau_bench.llm.wire`)."""
+
+DEFAULT_TIMEOUT = 600.0
+"""Seconds one model call may take, connection to last byte, when a config names none."""
+
 DEFAULT_RETRY = RetryPolicy()
 """The policy used when a config names none, read at call time: replace it (tests do,
 with `monkeypatch.setattr(tau_bench.llm.config, "DEFAULT_RETRY", ...)`) to change every call."""
@@ -22,6 +29,8 @@ class LLMConfig:
     as `openai/gpt-4o`); `api_base` points at OpenAI-compatible servers (vLLM, gateways).
     `max_attempts` overrides the retry policy's; `retry` None means `DEFAULT_RETRY` at call
     time. `extra` goes to litellm as is (max_tokens, reasoning_effort, api_key...).
+    `timeout` bounds each attempt as a whole (connect, headers, body); `max_response_bytes`
+    bounds each reply body, compressed and decompressed.
     """
 
     model: str
@@ -29,11 +38,12 @@ class LLMConfig:
     api_base: str | None = None
     temperature: float | None = 0.0
     seed: int | None = None
-    timeout: float | None = 600.0
+    timeout: float | None = DEFAULT_TIMEOUT
     max_attempts: int | None = None
     retry: RetryPolicy | None = None
     extra: Mapping[str, Any] = field(default_factory=dict)
     top_p: float | None = None
+    max_response_bytes: int = DEFAULT_MAX_RESPONSE_BYTES
 
     @classmethod
     def from_options(
@@ -63,10 +73,11 @@ class LLMConfig:
             api_base=options.get("api_base") or None,
             temperature=temperature,
             seed=_number(options, "seed", int, None),
-            timeout=_number(options, "timeout", float, 600.0),
+            timeout=_number(options, "timeout", float, DEFAULT_TIMEOUT),
             top_p=_number(options, "top_p", float, None),
             max_attempts=None if attempts is None else max(1, attempts),
             extra=dict(extra),
+            max_response_bytes=_positive(options, "max_response_bytes"),
         )
 
     def policy(self) -> RetryPolicy:
@@ -77,6 +88,10 @@ class LLMConfig:
         """How many attempts a call makes at most."""
         return max(1, self.max_attempts or self.policy().max_attempts)
 
+    def deadline(self) -> float:
+        """Seconds one attempt may take in all (`timeout`, or `DEFAULT_TIMEOUT`)."""
+        return DEFAULT_TIMEOUT if self.timeout is None else self.timeout
+
 
 def _number(options: Mapping[str, Any], key: str, kind: Callable[[Any], Any], default: Any) -> Any:
     value = options.get(key, default)
@@ -86,3 +101,12 @@ def _number(options: Mapping[str, Any], key: str, kind: Callable[[Any], Any], de
         return kind(value)
     except (TypeError, ValueError):
         raise AdapterConfigError(f"option {key!r} must be a number, got {value!r}") from None
+
+
+def _positive(options: Mapping[str, Any], key: str) -> int:
+    """A byte limit option: a whole number of at least 1 (`DEFAULT_MAX_RESPONSE_BYTES`
+    when absent)."""
+    value = _number(options, key, int, DEFAULT_MAX_RESPONSE_BYTES)
+    if value is None or value < 1:
+        raise AdapterConfigError(f"option {key!r} must be a number of bytes of at least 1")
+    return int(value)

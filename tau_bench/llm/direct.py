@@ -25,6 +25,7 @@ from typing import Any
 from tau_bench.llm.config import LLMConfig
 from tau_bench.llm.direct_clients import shards_for
 from tau_bench.llm.errors import LLMContextWindowError, LLMError, LLMUnavailableError
+from tau_bench.llm.response import checked_reply, clean_usage_dict
 from tau_bench.llm.runtime import litellm
 
 LLM_PATHS = ("auto", "litellm", "direct")
@@ -213,9 +214,11 @@ async def send(
     overrides: Mapping[str, Any],
 ) -> dict[str, Any]:
     """One HTTP exchange through the openai client's `request`: the response as JSON
-    data. The body is encoded here (the SDK would walk it against its TypedDicts) and
-    the answer is read as JSON (no response models)."""
+    data, checked (`response.checked_reply`). The body is encoded here (the SDK would
+    walk it against its TypedDicts) and the answer is read as JSON (no response models)."""
     import httpx
+
+    from tau_bench.llm.wire import parse_reply
 
     body, headers = request_body(config, messages, tools, overrides)
     update: dict[str, Any] = {
@@ -230,16 +233,15 @@ async def send(
     except (TypeError, ValueError):  # a value plain JSON cannot take: the SDK's encoder
         update["json_data"] = body
     options = _options_template().model_copy(update=update)
-    shards = shards_for(base_url(config), api_key(config), config.timeout)
+    shards = shards_for(
+        base_url(config), api_key(config), config.timeout, config.max_response_bytes
+    )
     slot, client = shards.acquire()
     try:
         response = await client.request(httpx.Response, options)
     finally:
         shards.release(slot)
-    data = json.loads(response.content)
-    if not isinstance(data, dict) or not data.get("choices"):
-        raise LLMUnavailableError(f"{config.model}: answer without choices", retryable=True)
-    return data
+    return checked_reply(parse_reply(response.content))
 
 
 def classify_direct(exc: BaseException) -> tuple[type[LLMError], bool]:
@@ -260,8 +262,9 @@ def classify_direct(exc: BaseException) -> tuple[type[LLMError], bool]:
 
 
 def message_of(data: Mapping[str, Any]) -> dict[str, Any]:
-    """The assistant message as the next request needs it (as `response.message_dict`)."""
-    message = data["choices"][0].get("message") or {}
+    """The assistant message as the next request needs it (as `response.message_dict`),
+    of a reply `checked_reply` accepted."""
+    message = data["choices"][0]["message"]
     out: dict[str, Any] = {"role": "assistant", "content": message.get("content")}
     calls = []
     for call in message.get("tool_calls") or []:
@@ -296,7 +299,9 @@ def _prices(model: str) -> tuple[float, float] | None:
 
 def cost_of(model: str, usage: Mapping[str, Any]) -> float:
     """USD of one call from litellm's price map, as litellm computes it: flat prices
-    directly; cached, reasoning or audio tokens and tiered prices through litellm."""
+    directly; cached, reasoning or audio tokens and tiered prices through litellm. Counts
+    that are not usable numbers are unknown (0, `response.clean_usage_dict`)."""
+    usage = clean_usage_dict(usage)
     prompt = int(usage.get("prompt_tokens") or 0)
     completion = int(usage.get("completion_tokens") or 0)
     details = usage.get("prompt_tokens_details") or {}

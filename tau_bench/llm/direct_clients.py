@@ -5,8 +5,8 @@ per endpoint pools every connection; without it, small httpx clients are sharded
 litellm (`tau_bench.llm.clients`). Under each `AsyncOpenAI`, an httpx client without the
 per-request work an API call never needs (`lean_client_class`) and, on aiohttp, a leaner
 transport (`lean_transport_class`): a few tenths of a ms of CPU less per call
-(docs/performance.md). Clients left open when their loop ends are closed quietly
-(`_drop_sessions`).
+(docs/performance.md). Every client's reply bodies are bounded (`wire.bound_client`).
+Clients left open when their loop ends are closed quietly (`_drop_sessions`).
 """
 
 from __future__ import annotations
@@ -19,6 +19,7 @@ import weakref
 from typing import Any
 
 from tau_bench.llm.clients import SHARD_CALLS, aclose_litellm_clients
+from tau_bench.llm.config import DEFAULT_MAX_RESPONSE_BYTES
 
 
 @functools.lru_cache(maxsize=1)
@@ -59,13 +60,19 @@ def lean_transport_class() -> type:
     """httpx-aiohttp's transport reading each answer whole: the request's headers go to
     aiohttp as the pairs they are (not through httpx's `Headers` mapping, which re-checks
     every header's encoding on each lookup) and the body is read in one piece rather
-    than through a chunk-stream adapter. Anything else (a streamed request body) is
-    left to httpx-aiohttp."""
+    than through a chunk-stream adapter, never more than `max_body` bytes of it (the
+    decoding is bounded above it, `wire.bound_client`). A refused connection is httpx's
+    `ConnectError` (httpx-aiohttp makes it a `ConnectTimeout`: "Request timed out.").
+    Anything else (a streamed request body) is left to httpx-aiohttp."""
     import aiohttp
     import httpx
     from httpx_aiohttp.transport import AiohttpTransport, map_aiohttp_exceptions
 
     class LeanAiohttpTransport(AiohttpTransport):  # type: ignore[misc]
+        def __init__(self, *args: Any, max_body: int = DEFAULT_MAX_RESPONSE_BYTES, **kw: Any):
+            super().__init__(*args, **kw)
+            self.max_body = max_body
+
         async def handle_async_request(self, request: httpx.Request) -> httpx.Response:
             try:
                 data = request.content or None
@@ -74,7 +81,7 @@ def lean_transport_class() -> type:
             if not isinstance(self.client, aiohttp.ClientSession):
                 self.client = self.get_client()
             timeout = request.extensions.get("timeout", {})
-            with map_aiohttp_exceptions():
+            with map_aiohttp_exceptions(), _refused_is_connect_error():
                 async with self.client.request(
                     request.method,
                     str(request.url),
@@ -92,19 +99,55 @@ def lean_transport_class() -> type:
                     ),
                     server_hostname=request.extensions.get("sni_hostname"),
                 ) as response:
-                    content = await response.read()
+                    content = await _read_within(response, self.max_body, request.url)
             extensions: dict[str, Any] = {"http_version": b"HTTP/1.1"}
             if response.reason:
                 extensions["reason_phrase"] = response.reason.encode()
+            # A stream, not `content=`: httpx would decode a compressed body at once,
+            # without a bound, before the bounded transport above could count it.
             return httpx.Response(
                 response.status,
                 headers=response.raw_headers,
-                content=content,
+                stream=httpx.ByteStream(content),
                 request=request,
                 extensions=extensions,
             )
 
     return LeanAiohttpTransport
+
+
+@contextlib.contextmanager
+def _refused_is_connect_error() -> Any:
+    """aiohttp's failure to connect (refused, unreachable, DNS) as httpx's `ConnectError`,
+    which the openai client reports as "Connection error."."""
+    import aiohttp
+    import httpx
+
+    try:
+        yield
+    except aiohttp.ClientConnectorError as exc:
+        raise httpx.ConnectError(str(exc)) from exc
+
+
+async def _read_within(response: Any, limit: int, url: Any) -> bytes:
+    """An aiohttp response's raw body, failing with `BodyTooLarge` as soon as it passes
+    `limit` bytes (announced or counted)."""
+    from tau_bench.llm.wire import too_large
+
+    where = str(url.copy_with(query=None))
+    declared = response.content_length
+    if declared is not None:
+        if declared > limit:
+            raise too_large(limit, where)
+        return bytes(await response.read())
+    chunks: list[bytes] = []
+    size = 0
+    async for chunk in response.content.iter_any():
+        size += len(chunk)
+        if size > limit:
+            raise too_large(limit, where)
+        chunks.append(chunk)
+    return b"".join(chunks)
 
 
 TRANSPORT_ENV = "TAU_LLM_DIRECT_TRANSPORT"
@@ -134,8 +177,8 @@ class ClientShards:
     a client per request, so small pools keep that scan short (as for the litellm path's
     clients, `tau_bench.llm.clients`)."""
 
-    def __init__(self, url: str, key: str, timeout: float | None) -> None:
-        self.url, self.key, self.timeout = url, key, timeout
+    def __init__(self, url: str, key: str, timeout: float | None, limit: int) -> None:
+        self.url, self.key, self.timeout, self.limit = url, key, timeout, limit
         self.clients: list[Any] = []
         self.load: list[int] = []
         self.aiohttp = aiohttp_transport()
@@ -146,10 +189,14 @@ class ClientShards:
         import httpx
         import openai
 
+        from tau_bench.llm.wire import bound_client
+
         timeout = self.timeout if self.timeout is not None else 600.0
         if self.aiohttp:
             big = httpx.Limits(max_connections=100_000, max_keepalive_connections=100_000)
-            transport = lean_transport_class()(verify=_tls_context(), limits=big)
+            transport = lean_transport_class()(
+                verify=_tls_context(), limits=big, max_body=self.limit
+            )
             self.transports.append(transport)
             http = lean_client_class()(timeout=timeout, transport=transport)
         else:
@@ -161,7 +208,10 @@ class ClientShards:
                 verify=_tls_context(),
             )
         return openai.AsyncOpenAI(
-            base_url=self.url, api_key=self.key, max_retries=0, http_client=http
+            base_url=self.url,
+            api_key=self.key,
+            max_retries=0,
+            http_client=bound_client(http, self.limit),
         )
 
     def acquire(self) -> tuple[int, Any]:
@@ -184,16 +234,16 @@ class ClientShards:
 
 
 _shards: weakref.WeakKeyDictionary[
-    asyncio.AbstractEventLoop, dict[tuple[str, str], ClientShards]
+    asyncio.AbstractEventLoop, dict[tuple[str, str, int], ClientShards]
 ] = weakref.WeakKeyDictionary()
 
 
-def shards_for(url: str, key: str, timeout: float | None) -> ClientShards:
-    """The running loop's clients for an endpoint and key."""
+def shards_for(url: str, key: str, timeout: float | None, limit: int) -> ClientShards:
+    """The running loop's clients for an endpoint, key and reply limit (bytes)."""
     per_loop = _shards.setdefault(asyncio.get_running_loop(), {})
-    shards = per_loop.get((url, key))
+    shards = per_loop.get((url, key, limit))
     if shards is None:
-        shards = per_loop[(url, key)] = ClientShards(url, key, timeout)
+        shards = per_loop[(url, key, limit)] = ClientShards(url, key, timeout, limit)
         weakref.finalize(asyncio.get_running_loop(), _drop_sessions, shards.transports)
     return shards
 

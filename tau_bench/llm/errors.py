@@ -63,3 +63,18 @@ class LLMUnavailableError(LLMError):
     """Timeouts, 5xx or connection errors on every attempt."""
 
     kind = "llm_unavailable"
+
+
+class LLMMalformedReplyError(LLMError):
+    """The model service answered something that is not a chat completion (no choices, a
+    message that is not an object, tool calls that are not a list, a body that is not
+    JSON or cannot be decoded). Not retried: the same request would get the same answer;
+    like an adapter's protocol error, an agent's is its own failure."""
+
+    kind = "malformed_reply"
+
+
+class LLMReplyTooLargeError(LLMMalformedReplyError):
+    """The reply body passed `LLMConfig.max_response_bytes`, before or after decompression."""
+
+    kind = "reply_too_large"
