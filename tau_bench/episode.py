@@ -15,6 +15,7 @@ from tau_adapters.conversation import DEFAULT_MAX_STEPS, MAX_STEPS
 from tau_adapters.loop import EpisodeResult, run_episode
 from tau_adapters.protocol import AgentAdapter, SessionContext, UserSimulator
 from tau_bench.suites import Domain, EpisodeEnv, Reward
+from tau_bench.tau3.judge import JudgeError
 
 if TYPE_CHECKING:
     from tau_bench.toolserver.host import ToolServerHost
@@ -31,6 +32,46 @@ class ScoredEpisode:
     @property
     def reward_value(self) -> float:
         return self.reward.reward if self.reward is not None else 0.0
+
+
+class ScoringError(Exception):
+    """Scoring a finished conversation failed (the τ³ NL judge, the evaluator): the
+    episode is an error - never a reward - but its trajectory and usage are kept.
+
+    `partial_episode`: the ScoredEpisode with no reward; `judge_usage`: what the failed
+    judge calls cost (a `JudgeError`'s `usage`). `kind` and `retryable` are the cause's, and
+    the message is its message: `records.record_from_exception` records the error as the
+    cause's, with the episode's trajectory, agent, user and judge usage (the money was
+    spent), so the cost table counts it and `--resume` still re-runs the episode."""
+
+    source = "scoring"
+
+    def __init__(self, episode: ScoredEpisode, cause: Exception) -> None:
+        super().__init__(str(cause) or type(cause).__name__)
+        self.partial_episode = episode
+        self.cause = cause
+        self.kind = getattr(cause, "kind", type(cause).__name__)
+        self.retryable = bool(getattr(cause, "retryable", False))
+        usage = getattr(cause, "usage", None)
+        self.judge_usage: dict[str, Any] = dict(usage) if isinstance(usage, dict) else {}
+
+    @staticmethod
+    def of(episode: ScoredEpisode, cause: Exception) -> ScoringError:
+        """The error for `cause`: a `JudgeError` too when the judge failed, so callers of
+        `run_task` that catch `JudgeError` still do."""
+        if isinstance(cause, JudgeError):
+            return JudgingError(episode, cause)
+        return ScoringError(episode, cause)
+
+
+class JudgingError(ScoringError, JudgeError):
+    """The τ³ NL judge failed after the conversation (see `ScoringError`)."""
+
+    source = "judge"
+
+    def __init__(self, episode: ScoredEpisode, cause: Exception) -> None:
+        super().__init__(episode, cause)
+        self.usage = self.judge_usage
 
 
 def _finish(env: EpisodeEnv, stop_reason: str, messages: list[dict[str, Any]] | None) -> None:
@@ -135,11 +176,19 @@ async def run_task(
     finally:
         if tool_host is not None and endpoint is not None:
             tool_host.release(endpoint)
-    reward = None
+    scored = ScoredEpisode(task_id=task_id, trial=trial, result=result, reward=None, env=env)
     if result.error is None:
-        prepare = getattr(env, "prepare_reward", None)
-        if prepare is not None:  # an asynchronous judge (τ³ NL assertions)
-            _finish(env, result.stop_reason, result.messages)
-            await prepare()
-        reward = score_episode(env, result.stop_reason, result.messages)
-    return ScoredEpisode(task_id=task_id, trial=trial, result=result, reward=reward, env=env)
+        try:
+            scored.reward = await _scored(env, result)
+        except Exception as exc:
+            raise ScoringError.of(scored, exc) from exc
+    return scored
+
+
+async def _scored(env: EpisodeEnv, result: EpisodeResult) -> Reward:
+    """The reward of a finished conversation, after an asynchronous judge if any."""
+    prepare = getattr(env, "prepare_reward", None)
+    if prepare is not None:  # an asynchronous judge (τ³ NL assertions)
+        _finish(env, result.stop_reason, result.messages)
+        await prepare()
+    return score_episode(env, result.stop_reason, result.messages)

@@ -374,8 +374,14 @@ def record_from_exception(
     secrets: Iterable[str] = (),
 ) -> EpisodeRecord:
     """An episode that failed outside the loop (building the adapter or user, scoring);
-    `secrets` are masked as in `record_from_episode`."""
-    detail = "".join(traceback.format_exception_only(type(exc), exc)).strip()
+    `secrets` are masked as in `record_from_episode`. An exception that carries the
+    episode it interrupted (`tau_bench.episode.ScoringError`: the judge failed after the
+    conversation) keeps its trajectory, usage and the failed judge calls' usage
+    (`_keep_partial`): the error is the cause's, the episode still unscored."""
+    partial = getattr(exc, "partial_episode", None)
+    cause = getattr(exc, "cause", exc) if partial is not None else exc
+    source = getattr(exc, "source", source) if partial is not None else source
+    detail = "".join(traceback.format_exception_only(type(cause), cause)).strip()
     error = {
         "source": source,
         "kind": getattr(exc, "kind", type(exc).__name__),
@@ -405,7 +411,26 @@ def record_from_exception(
         domain=domain,
         seed=seed,
     )
+    if partial is not None:
+        _keep_partial(record, partial, getattr(exc, "judge_usage", None))
     return masked(record, secrets)
+
+
+def _keep_partial(record: EpisodeRecord, scored: Any, judge_usage: Any) -> None:
+    """The error record of an episode whose conversation ran (a failed judge) keeps what
+    was done and spent: the trajectory, agent and user usage, the final DB hashes and
+    the failed judge calls' usage, so the cost counts them (the money was spent)."""
+    result = scored.result
+    record.messages = result.messages
+    record.turns = [t.to_dict() for t in result.turns]
+    record.steps = result.steps
+    record.user_turns = result.user_turns
+    record.agent_usage = result.agent_usage.to_dict()
+    record.user_usage = result.user_usage.to_dict()
+    record.dropped_tool_calls = result.dropped_tool_calls
+    record.warnings = list(result.warnings)
+    record.judge_usage = dict(judge_usage) if isinstance(judge_usage, Mapping) else {}
+    record.hashes = final_hashes(scored.env)
 
 
 def masked(record: EpisodeRecord, secrets: Iterable[str]) -> EpisodeRecord:

@@ -2,8 +2,9 @@
 
 For models (or servers) without native function calling. Talking to the user is the
 `respond` action; any other action becomes a `ToolCall` whose result comes back as an
-`Observation:` message. A reply we cannot parse is sent to the user as it stands (as
-upstream did), and the parse failure is noted in the turn's `extra`.
+`Observation:` message. A reply we cannot parse - JSON nested deeper than
+`jsonsafe.MAX_DEPTH` included - is sent to the user as it stands (as upstream did), and
+the parse failure is noted in the turn's `extra`.
 """
 
 from __future__ import annotations
@@ -14,6 +15,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from tau_adapters import jsonsafe
 from tau_adapters.protocol import (
     AgentInput,
     AgentTurn,
@@ -43,13 +45,18 @@ class ParsedAction:
 
 
 def _first_json_object(text: str) -> Any:
-    """The first JSON value in `text` (trailing chatter after it is ignored)."""
+    """The first JSON value in `text` (trailing chatter after it is ignored). A value
+    nested deeper than `jsonsafe.MAX_DEPTH` is a `JSONDepthError` (a ValueError: a parse
+    error like any other), never a `RecursionError` from the decoder or a later walk."""
     text = _FENCE.sub("", text.strip()).strip()
     start = text.find("{")
     if start < 0:
         raise ValueError("no JSON object after 'Action:'")
-    value, _ = json.JSONDecoder().raw_decode(text[start:])
-    return value
+    try:
+        value, _ = json.JSONDecoder().raw_decode(text[start:])
+    except RecursionError:
+        raise jsonsafe.JSONDepthError() from None
+    return jsonsafe.check_depth(value)
 
 
 def parse_action(text: str) -> ParsedAction:

@@ -6,8 +6,9 @@ unintended action, other), plus a one-paragraph description. One model call per 
 episode through `tau_bench.llm.complete` (transport retries, cost, provider caps), asking
 for JSON with a schema and validating it with pydantic. A reply that does not validate
 is retried once with the validation error; a second bad reply - or a call that fails
-for good - is recorded as unclassified, never raised: one bad episode never stops the
-analysis.
+for good, answers something of an odd shape or overruns its deadline (`call_deadline`) -
+is recorded as unclassified with a one-line reason, never raised: one bad episode never
+stops the analysis.
 
 What the judge writes is untrusted: every result is masked (`tau_adapters.redaction`)
 before anyone sees it - the judge's API key, every secret-looking environment value, and
@@ -21,6 +22,7 @@ from __future__ import annotations
 import asyncio
 import bisect
 import json
+import math
 import re
 from collections import Counter
 from collections.abc import Sequence
@@ -29,6 +31,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
+from tau_adapters.jsonsafe import printable
 from tau_adapters.redaction import environment_secrets, mask_encoded, redact_text
 from tau_bench.analysis.loading import Run
 from tau_bench.llm import LLMConfig, LLMError, complete
@@ -248,29 +251,65 @@ def masked(result: EpisodeAnalysis, secrets: Sequence[str]) -> EpisodeAnalysis:
     return replace(result, **changes)
 
 
+CALL_MARGIN = 30.0
+"""Seconds a judge call may take beyond its config's `timeout` before it is given up
+(`call_deadline`)."""
+
+MAX_REASON_CHARS = 500
+"""The longest reason an unclassified result gives (`one_line`)."""
+
+
+def call_deadline(config: LLMConfig) -> float:
+    """Seconds one judge call may take in all: its `timeout` plus `CALL_MARGIN`. The
+    LLM layer bounds each attempt; this bounds the call whatever happens below it (a
+    server that drips its body), so one episode never holds the analysis."""
+    return config.deadline() + CALL_MARGIN
+
+
+def one_line(text: str) -> str:
+    """`text` as one short terminal-safe line: whitespace runs (newlines) made one space,
+    control characters escaped (`jsonsafe.printable`), at most `MAX_REASON_CHARS`."""
+    flat = printable(" ".join(text.split()))
+    return flat if len(flat) <= MAX_REASON_CHARS else flat[: MAX_REASON_CHARS - 1] + "…"
+
+
+def failure_reason(exc: Exception, config: LLMConfig) -> str:
+    """Why a judge call gave no result, for the unclassified record."""
+    if isinstance(exc, LLMError):
+        return one_line(f"{exc.kind}: {exc}")
+    if isinstance(exc, TimeoutError):
+        return f"timeout: no answer within {call_deadline(config):g} s"
+    return one_line(f"judge call failed: {type(exc).__name__}: {exc}")
+
+
 async def classify(config: LLMConfig, run: str, record: EpisodeRecord) -> EpisodeAnalysis:
-    """One failed episode classified, secrets masked; never raises (except cancellation)."""
-    return masked(await _classify(config, run, record), judge_secrets(config))
-
-
-async def _classify(config: LLMConfig, run: str, record: EpisodeRecord) -> EpisodeAnalysis:
+    """One failed episode classified, secrets masked; never raises (except cancellation):
+    anything a judge call raises - a transport error, a reply of an odd shape, the call
+    deadline - leaves the episode unclassified with a one-line reason."""
     result = EpisodeAnalysis(run, record.task_id, record.trial, record.reward, "unclassified")
+    try:
+        await _classify(config, record, result)
+    except Exception as exc:
+        result.status, result.error = "unclassified", failure_reason(exc, config)
+    return masked(result, judge_secrets(config))
+
+
+async def _classify(config: LLMConfig, record: EpisodeRecord, result: EpisodeAnalysis) -> None:
+    """Fill `result` in: at most two judge calls, the second told what was wrong."""
     messages: list[dict[str, Any]] = [
         {"role": "system", "content": SYSTEM_PROMPT},
         {"role": "user", "content": episode_prompt(record)},
     ]
     for attempt in (1, 2):
         result.attempts = attempt
-        try:
+        async with asyncio.timeout(call_deadline(config)):
             completion = await complete(config, messages, response_format=RESPONSE_FORMAT)
-        except LLMError as exc:
-            result.error = f"{exc.kind}: {exc}"
-            return result
-        result.cost += completion.usage.cost
+        cost = completion.usage.cost
+        result.cost += cost if math.isfinite(cost) else 0.0
         try:
             analysis = parse_reply(completion.content)
         except ValueError as exc:
-            result.error = f"malformed reply: {exc}"
+            result.error = one_line(f"malformed reply: {exc}")
             messages += [
                 {"role": "assistant", "content": completion.content},
                 {
@@ -285,8 +324,7 @@ async def _classify(config: LLMConfig, run: str, record: EpisodeRecord) -> Episo
         result.fault_author = analysis.fault_author
         result.fault_type = analysis.fault_type
         result.description = analysis.description
-        return result
-    return result
+        return
 
 
 def failed_records(run: Run, limit: int | None = None) -> list[EpisodeRecord]:

@@ -20,7 +20,14 @@ __all__ = ["AssumeMetJudge", "JudgeError", "NLCheck", "NLJudge", "parse_verdict"
 
 
 class JudgeError(RuntimeError):
-    """The judge failed or its verdict could not be read: the evaluation has no reward."""
+    """The judge failed or its verdict could not be read: the evaluation has no reward.
+
+    `usage`: what the failed judge calls cost (`model`, tokens, cost, calls; empty when
+    unknown), so that the episode's error record still counts the money spent."""
+
+    def __init__(self, message: str = "", *, usage: dict[str, Any] | None = None) -> None:
+        super().__init__(message)
+        self.usage: dict[str, Any] = dict(usage or {})
 
 
 @dataclass(frozen=True)

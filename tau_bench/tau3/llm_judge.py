@@ -6,9 +6,11 @@ source at `tau data pull` time (`prompts/nl_judge_system_prompt.txt`,
 line per message. A failed call, an empty answer, an unparseable verdict or one with no
 results is a `JudgeError` (retryable: the episode is re-run on resume, never passed,
 tau2-bench #554); an unparseable verdict is asked again up to `attempts` times first.
-Token counts and cost of every judge call are returned with the checks. The judge's API
-key comes from the environment (OPENAI_API_KEY...): a judge that repeats it (or anything
-shaped like a key) has it masked in its checks and errors (`redaction.redact_text`).
+Token counts and cost of every judge call are returned with the checks, and carried by
+the `JudgeError` (`usage`) when the judge fails: the error record still counts them. The
+judge's API key comes from the environment (OPENAI_API_KEY...): a judge that repeats it
+(or anything shaped like a key) has it masked in its checks and errors
+(`redaction.redact_text`).
 """
 
 from __future__ import annotations
@@ -88,7 +90,7 @@ class LLMJudge:
         self, trajectory: list[Message], assertions: list[str]
     ) -> tuple[list[NLCheck], dict[str, Any]]:
         """The checks and the judge's usage (`model`, tokens, cost, calls)."""
-        from tau_bench.llm import LLMError, complete
+        from tau_bench.llm import complete
 
         root = self.root or resolve_tau3_data_dir(None)
         messages = judge_messages(root, trajectory, assertions)
@@ -97,8 +99,10 @@ class LLMJudge:
         for _ in range(self.attempts):
             try:
                 completion = await complete(self._config(), messages)
-            except LLMError as exc:
-                raise RetryableJudgeError(masked(f"NL judge {self.model} failed: {exc}")) from exc
+            except Exception as exc:  # LLMError, or a reply of a shape the LLM layer missed
+                raise RetryableJudgeError(
+                    masked(f"NL judge {self.model} failed: {exc}"), usage=self._spent(usage)
+                ) from exc
             usage.add(completion.usage)
             try:
                 checks = parse_verdict(completion.content)
@@ -108,12 +112,18 @@ class LLMJudge:
             if not checks:
                 last = "the verdict has no results"
                 continue
-            return masked_checks(checks), {"model": self.model, **usage.to_dict()}
+            return masked_checks(checks), self._spent(usage)
         raise RetryableJudgeError(
             masked(
                 f"NL judge {self.model}: no usable verdict after {self.attempts} attempts ({last})"
-            )
+            ),
+            usage=self._spent(usage),
         )
+
+    def _spent(self, usage: Usage) -> dict[str, Any]:
+        """The judge usage as the record keeps it; on a failure too, as the calls that
+        were answered were paid for."""
+        return {"model": self.model, **usage.to_dict()}
 
     def judge(self, trajectory: list[Message], assertions: list[str]) -> list[NLCheck]:
         """Synchronous use (outside an event loop): the checks only."""

@@ -12,6 +12,7 @@ from pathlib import Path
 
 import pytest
 
+import tau_bench.results as results_module
 from tau_bench.results import write_json_atomic
 from tests.conftest import DATA_DIR
 from tests.tau_bench.analysis.conftest import Runs
@@ -28,19 +29,31 @@ def test_a_target_that_is_a_folder_leaves_no_temporary_file(tmp_path: Path) -> N
     assert list(target.iterdir()) == []
 
 
-def test_data_that_cannot_be_encoded_leaves_the_old_file_and_no_temporary_file(
-    tmp_path: Path,
+def test_a_failure_while_encoding_leaves_the_old_file_and_no_temporary_file(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
+    """Fault injected into the encoder (which no longer fails on any data: see below)."""
     target = tmp_path / "out.json"
     target.write_text('{"old": true}\n')
-    with pytest.raises(ValueError):
-        write_json_atomic(target, {"z": _Circular()})
+
+    def broken(value: object, **options: object) -> str:
+        raise ValueError("encoder failed")
+
+    monkeypatch.setattr(results_module, "strict_json", broken)
+    with pytest.raises(ValueError, match="encoder failed"):
+        write_json_atomic(target, {"z": 1})
     assert sorted(p.name for p in tmp_path.iterdir()) == ["out.json"]
     assert json.loads(target.read_text()) == {"old": True}
 
 
+def test_data_that_contains_itself_is_written_as_strict_json(tmp_path: Path) -> None:
+    target = tmp_path / "out.json"
+    write_json_atomic(target, {"z": _Circular()})
+    assert json.loads(target.read_text()) == {"z": {"self": "<a value that contains itself>"}}
+
+
 class _Circular(dict):  # type: ignore[type-arg]
-    """A mapping that contains itself: json refuses it with ValueError."""
+    """A mapping that contains itself: `json.dumps` alone refuses it with ValueError."""
 
     def __init__(self) -> None:
         super().__init__()
