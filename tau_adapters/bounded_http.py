@@ -33,11 +33,27 @@ class BodyTooLarge(AdapterProtocolError):
         self.url = url
 
 
+def _shown_url(request: httpx.Request) -> str:
+    """The request's URL without its query (which may carry a key), for messages only:
+    made when an error needs it (a URL copy costs a parse, on every model call)."""
+    return str(request.url.copy_with(query=None))
+
+
 class _BoundedStream(httpx.AsyncByteStream):
-    def __init__(self, inner: httpx.AsyncByteStream, owner: BoundedTransport, url: str, gz: bool):
-        self._inner, self._owner, self._url = inner, owner, url
+    def __init__(
+        self,
+        inner: httpx.AsyncByteStream,
+        owner: BoundedTransport,
+        request: httpx.Request,
+        gz: bool,
+    ):
+        self._inner, self._owner, self._request = inner, owner, request
         self._decoder = zlib.decompressobj(32 + zlib.MAX_WBITS) if gz else None
         self._size = 0
+
+    @property
+    def _url(self) -> str:
+        return _shown_url(self._request)
 
     def _count(self, data: bytes) -> bytes:
         self._size += len(data)
@@ -104,30 +120,26 @@ class BoundedTransport(httpx.AsyncBaseTransport):
     async def handle_async_request(self, request: httpx.Request) -> httpx.Response:
         request.headers["Accept-Encoding"] = ACCEPTED_ENCODINGS
         response = await self._inner.handle_async_request(request)
-        url = str(request.url.copy_with(query=None))
         encoding = response.headers.get("content-encoding", "").strip().lower()
         identity = encoding in ("", "identity")
         declared = response.headers.get("content-length", "").strip()
         if identity and declared.isdigit() and int(declared) > self.limit:
             await response.aclose()
-            raise self.too_large(url)
+            raise self.too_large(_shown_url(request))
         if not identity and encoding not in _DECODED:
             await response.aclose()
             raise AdapterProtocolError(
-                f"{self.label}: unsupported Content-Encoding {encoding!r} from {url}"
+                f"{self.label}: unsupported Content-Encoding {encoding!r} from "
+                f"{_shown_url(request)}"
             )
-        headers = response.headers.copy()
         if not identity:
-            del headers["content-encoding"]  # decoded here, within the bound
-            headers.pop("content-length", None)
+            del response.headers["content-encoding"]  # decoded here, within the bound
+            response.headers.pop("content-length", None)
         assert isinstance(response.stream, httpx.AsyncByteStream)
-        return httpx.Response(
-            status_code=response.status_code,
-            headers=headers,
-            stream=_BoundedStream(response.stream, self, url, gz=not identity),
-            extensions=response.extensions,
-            request=request,
-        )
+        # The same response, its body read through the bound (a new Response and headers
+        # copy cost as much again as the bound itself, on every model call).
+        response.stream = _BoundedStream(response.stream, self, request, gz=not identity)
+        return response
 
     async def aclose(self) -> None:
         await self._inner.aclose()

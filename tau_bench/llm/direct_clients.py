@@ -134,20 +134,25 @@ async def _read_within(response: Any, limit: int, url: Any) -> bytes:
     `limit` bytes (announced or counted)."""
     from tau_bench.llm.wire import too_large
 
-    where = str(url.copy_with(query=None))
     declared = response.content_length
     if declared is not None:
         if declared > limit:
-            raise too_large(limit, where)
+            raise too_large(limit, _shown(url))
         return bytes(await response.read())
     chunks: list[bytes] = []
     size = 0
     async for chunk in response.content.iter_any():
         size += len(chunk)
         if size > limit:
-            raise too_large(limit, where)
+            raise too_large(limit, _shown(url))
         chunks.append(chunk)
     return b"".join(chunks)
+
+
+def _shown(url: Any) -> str:
+    """The URL without its query, for the message only (a URL copy costs a parse: not on
+    every call)."""
+    return str(url.copy_with(query=None))
 
 
 TRANSPORT_ENV = "TAU_LLM_DIRECT_TRANSPORT"
