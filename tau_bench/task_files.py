@@ -11,12 +11,10 @@ is one `TaskFileError` naming it.
 from __future__ import annotations
 
 import json
-import os
-import stat
 from pathlib import Path
 from typing import Any
 
-from tau_bench.data.files import MAX_FILE_SIZE
+from tau_bench.data.files import MAX_FILE_SIZE, FileTooLarge, read_capped
 from tau_bench.errors import TaskFileError
 from tau_bench.json_decode import stdlib_loads
 
@@ -50,16 +48,11 @@ def read_task_records(path: Path) -> list[Any]:
 
 def _read_bytes(path: Path) -> bytes:
     """The file's bytes, refused past `MAX_FILE_SIZE` (the data files' cap, far above any
-    real tasks file): a regular file by its size, before it is read (a sparse file never
-    fills memory); a device or a pipe, which may never end, once that much has arrived."""
-    with path.open("rb") as fh:
-        info = os.fstat(fh.fileno())
-        if info.st_size > MAX_FILE_SIZE:
-            raise _too_large(path)
-        data = fh.read() if stat.S_ISREG(info.st_mode) else fh.read(MAX_FILE_SIZE + 1)
-    if len(data) > MAX_FILE_SIZE:
-        raise _too_large(path)
-    return data
+    real tasks file; `read_capped`)."""
+    try:
+        return read_capped(path)
+    except FileTooLarge:
+        raise _too_large(path) from None
 
 
 def _too_large(path: Path) -> TaskFileError:

@@ -23,7 +23,9 @@ from tau_bench.data.errors import DataDirError
 __all__ = [
     "MAX_FILE_SIZE",
     "PULL_HINT",
+    "FileTooLarge",
     "damaged",
+    "read_capped",
     "read_json",
     "read_text",
     "read_toml",
@@ -44,23 +46,37 @@ def damaged(path: Path, problem: str, hint: str = PULL_HINT) -> DataDirError:
     return DataDirError(f"{path} {problem}: the data directory is damaged; {hint}")
 
 
-def _read_bytes(path: Path, hint: str) -> bytes:
-    """The file's bytes. A file larger than `MAX_FILE_SIZE` is damage, refused before it is
-    read (a regular file, by its size) or once that much has arrived (a device or a pipe,
-    which may never end)."""
+class FileTooLarge(ValueError):
+    """A file past `MAX_FILE_SIZE` (`read_capped`); each reader words its own message."""
+
+
+def read_capped(path: Path) -> bytes:
+    """The file's bytes, at most `MAX_FILE_SIZE`: a larger regular file is refused by its
+    size before it is read (a sparse file never fills memory), a device or a pipe (which
+    may never end) once that much has arrived; `FileTooLarge` then, and for a file under
+    the cap that this process cannot hold (MemoryError). Other `OSError`s as raised. The
+    one bounded reader of data files, task files and τ² results files."""
     try:
         with Path(path).open("rb") as fh:
             info = os.fstat(fh.fileno())
             if info.st_size > MAX_FILE_SIZE:
-                raise _too_large(path, hint)
+                raise FileTooLarge(str(path))
             data = fh.read() if stat.S_ISREG(info.st_mode) else fh.read(MAX_FILE_SIZE + 1)
+    except MemoryError:
+        raise FileTooLarge(str(path)) from None
+    if len(data) > MAX_FILE_SIZE:
+        raise FileTooLarge(str(path))
+    return data
+
+
+def _read_bytes(path: Path, hint: str) -> bytes:
+    """The file's bytes (`read_capped`); a file too large is damage."""
+    try:
+        return read_capped(path)
+    except FileTooLarge:
+        raise _too_large(path, hint) from None
     except OSError as exc:
         raise DataDirError(f"cannot read {path}: {exc.strerror or exc}; {hint}") from None
-    except MemoryError:
-        raise _too_large(path, hint) from None
-    if len(data) > MAX_FILE_SIZE:
-        raise _too_large(path, hint)
-    return data
 
 
 def _too_large(path: Path, hint: str) -> DataDirError:

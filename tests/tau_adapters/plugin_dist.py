@@ -7,6 +7,7 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
+import textwrap
 from pathlib import Path
 
 TAU = str(Path(sys.executable).parent / "tau")
@@ -65,3 +66,18 @@ def one_error_line(proc: subprocess.CompletedProcess[str], *words: str) -> str:
         assert word in lines[0], proc.stderr
     assert "\x1b" not in lines[0]
     return lines[0]
+
+
+def adapter_plugin(root: Path, name: str, source: str) -> Path:
+    """`root` holding module `<name>_adapter` (`source`, dedented) and a distribution
+    registering its `build` as the `tau_adapters` strategy `name`: put `root` on
+    PYTHONPATH to run `tau run --agent-strategy NAME` with a test's own adapter."""
+    module = f"{name.replace('-', '_')}_adapter"
+    (root / f"{module}.py").write_text(textwrap.dedent(source))
+    info = root / f"{module}-0.1.dist-info"
+    info.mkdir()
+    (info / "METADATA").write_text(
+        f"Metadata-Version: 2.1\nName: {module.replace('_', '-')}\nVersion: 0.1\n"
+    )
+    (info / "entry_points.txt").write_text(f"[tau_adapters]\n{name} = {module}:build\n")
+    return root

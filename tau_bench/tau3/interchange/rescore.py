@@ -14,7 +14,6 @@ a τ² file of it named.
 
 from __future__ import annotations
 
-import os
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -22,7 +21,7 @@ from typing import Any
 from pydantic import ValidationError
 
 from tau_adapters.redaction import truncate
-from tau_bench.data.files import MAX_FILE_SIZE
+from tau_bench.data.files import MAX_FILE_SIZE, FileTooLarge, read_capped
 from tau_bench.json_decode import loads
 from tau_bench.results_log import LOG_FORMAT
 from tau_bench.tau3.domain import LoadedDomain
@@ -82,21 +81,14 @@ def read_results(path: Path) -> tuple[dict[str, Any], Results]:
 
 
 def _read_capped(path: Path) -> bytes:
-    """The file's bytes, at most `MAX_FILE_SIZE` (the data files' cap: a τ² results file
-    of a full run is far smaller). A larger regular file is refused by its size before
-    it is read; a device or a pipe once that much has arrived."""
+    """The file's bytes, at most `MAX_FILE_SIZE` (`read_capped`; a τ² results file of a
+    full run is far smaller)."""
     try:
-        with Path(path).open("rb") as fh:
-            if os.fstat(fh.fileno()).st_size > MAX_FILE_SIZE:
-                raise _too_large(path)
-            data = fh.read(MAX_FILE_SIZE + 1)
+        return read_capped(path)
+    except FileTooLarge:
+        raise _too_large(path) from None
     except OSError as exc:
         raise Tau2FileError(f"cannot read {path}: {exc.strerror or exc}") from None
-    except MemoryError:
-        raise _too_large(path) from None
-    if len(data) > MAX_FILE_SIZE:
-        raise _too_large(path)
-    return data
 
 
 def _too_large(path: Path) -> Tau2FileError:

@@ -8,13 +8,13 @@ import json
 import os
 import subprocess
 import sys
-import textwrap
 from pathlib import Path
 from typing import Any
 
 import pytest
 
 from tests.conftest import DATA_DIR
+from tests.tau_adapters.plugin_dist import adapter_plugin
 
 TAU = str(Path(sys.executable).parent / "tau")
 
@@ -54,13 +54,7 @@ def build(options):
 @pytest.fixture(scope="module")
 def plugin(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """A package on PYTHONPATH registering `misbehave` in the `tau_adapters` group."""
-    root = tmp_path_factory.mktemp("plugin")
-    (root / "misbehave_adapter.py").write_text(textwrap.dedent(ADAPTER))
-    info = root / "misbehave_adapter-0.1.dist-info"
-    info.mkdir()
-    (info / "METADATA").write_text("Metadata-Version: 2.1\nName: misbehave-adapter\nVersion: 0.1\n")
-    (info / "entry_points.txt").write_text("[tau_adapters]\nmisbehave = misbehave_adapter:build\n")
-    return root
+    return adapter_plugin(tmp_path_factory.mktemp("plugin"), "misbehave", ADAPTER)
 
 
 def _tau(plugin: Path, *args: str, mode: str = "") -> subprocess.CompletedProcess[str]:

@@ -11,7 +11,6 @@ import os
 import signal
 import subprocess
 import sys
-import textwrap
 import threading
 from pathlib import Path
 from typing import Any
@@ -19,6 +18,7 @@ from typing import Any
 import pytest
 
 from tests.conftest import DATA_DIR
+from tests.tau_adapters.plugin_dist import adapter_plugin
 
 TAU = str(Path(sys.executable).parent / "tau")
 
@@ -52,13 +52,7 @@ def build(options):
 @pytest.fixture(scope="module")
 def plugin(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """A package on PYTHONPATH registering `swallow` in the `tau_adapters` group."""
-    root = tmp_path_factory.mktemp("plugin")
-    (root / "swallow_adapter.py").write_text(textwrap.dedent(ADAPTER))
-    info = root / "swallow_adapter-0.1.dist-info"
-    info.mkdir()
-    (info / "METADATA").write_text("Metadata-Version: 2.1\nName: swallow-adapter\nVersion: 0.1\n")
-    (info / "entry_points.txt").write_text("[tau_adapters]\nswallow = swallow_adapter:build\n")
-    return root
+    return adapter_plugin(tmp_path_factory.mktemp("plugin"), "swallow", ADAPTER)
 
 
 def _command(log_dir: Path, *extra: str) -> list[str]:

@@ -11,13 +11,13 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
-import textwrap
 from pathlib import Path
 
 import pytest
 
 from tau_bench.fakes.openai_server import ChatReply, OpenAIServer
 from tests.conftest import DATA_DIR
+from tests.tau_adapters.plugin_dist import adapter_plugin
 
 TAU = str(Path(sys.executable).parent / "tau")
 
@@ -52,13 +52,7 @@ def build(options):
 @pytest.fixture(scope="module")
 def plugin(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """A package on PYTHONPATH registering `ordered` in the `tau_adapters` group."""
-    root = tmp_path_factory.mktemp("plugin")
-    (root / "ordered_adapter.py").write_text(textwrap.dedent(ADAPTER))
-    info = root / "ordered_adapter-0.1.dist-info"
-    info.mkdir()
-    (info / "METADATA").write_text("Metadata-Version: 2.1\nName: ordered-adapter\nVersion: 0.1\n")
-    (info / "entry_points.txt").write_text("[tau_adapters]\nordered = ordered_adapter:build\n")
-    return root
+    return adapter_plugin(tmp_path_factory.mktemp("plugin"), "ordered", ADAPTER)
 
 
 def test_checks_start_after_the_model_stack_is_imported(plugin: Path, tmp_path: Path) -> None:
