@@ -14,9 +14,9 @@ two bounds hold while it arrives:
   (`TIMEOUT`) only bound each wait for the connection or for the next bytes, so a
   server that trickles a byte at a time would otherwise hold a pull for weeks. The
   deadline is checked whenever bytes arrive or an attempt ends, and no wait of an
-  attempt is longer than what is left of it when the attempt starts, so a pull ends
-  within `DEADLINE` plus the time left at its last attempt's start, at most one read
-  timeout (60 s) after it.
+  attempt is longer than what is left of it when the attempt starts (`MIN_WAIT` at
+  least), so a pull ends within `DEADLINE` plus the time left at its last attempt's
+  start, at most one read timeout (60 s) after it.
 """
 
 from __future__ import annotations
@@ -37,6 +37,9 @@ RETRY_DELAYS: tuple[float, ...] = (1.0, 2.0, 4.0)
 TIMEOUT = httpx.Timeout(60.0, connect=15.0)
 # Seconds one file may take, retries included: ~16 KB/s for the largest (14 MB) file.
 DEADLINE = 900.0
+# The shortest wait an attempt is given, however little of the deadline is left (a
+# shorter one would fail a server that answers at once).
+MIN_WAIT = 1.0
 # Bytes a file with no pinned size may have (those are upstream Python modules of a few KB).
 UNPINNED_LIMIT = 16 * 1024 * 1024
 _OFFLINE_HINT = (
@@ -113,7 +116,7 @@ def download(client: httpx.Client, url: str, source: Source, progress: Progress)
     problem = ""
     for attempt in range(attempts):
         received = 0
-        left = max(0.001, started + DEADLINE - _clock())
+        left = max(MIN_WAIT, started + DEADLINE - _clock())
         timeout = httpx.Timeout(min(TIMEOUT.read or left, left), connect=min(15.0, left))
         try:
             with client.stream(

@@ -33,7 +33,7 @@ from tests.tau_bench.data.local_upstream import (
 TAU = str(Path(sys.executable).parent / "tau")
 DEADLINE = 900.0  # download.DEADLINE, as the messages say it
 SUITES = ["tau-bench", "tau3"]
-HANG_GUARD = 30.0  # seconds: far above the 0.3 s the deadline leaves, far below 60 s
+HANG_GUARD = 30.0  # seconds: far above the 1 s an attempt is given, far below 60 s
 
 
 def _pull(upstream: LocalUpstream, dest: Path, suite: str) -> subprocess.Popen[str]:
@@ -269,7 +269,7 @@ def test_no_wait_lasts_past_the_deadline(
     tmp_path: Path, client: httpx.Client, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """An attempt that starts with 0.3 s of the deadline left waits for the server at most
-    that long (not a whole 60 s read timeout) before the pull stops."""
+    `MIN_WAIT` (1 s; not a whole 60 s read timeout) before the pull stops."""
     looks = iter([0.0, DEADLINE - 0.3])
     monkeypatch.setattr(download_module, "_clock", lambda: next(looks, DEADLINE + 1), raising=False)
 
