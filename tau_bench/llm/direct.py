@@ -22,6 +22,8 @@ import os
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
+import orjson
+
 from tau_bench.llm.config import LLMConfig
 from tau_bench.llm.direct_clients import shards_for
 from tau_bench.llm.errors import LLMContextWindowError, LLMError, LLMUnavailableError
@@ -177,8 +179,8 @@ class ToolSchemas(tuple[Mapping[str, Any], ...]):
         return super().__new__(cls, tools)
 
     @functools.cached_property
-    def json(self) -> str:
-        return _dumps(list(self))
+    def json(self) -> bytes:
+        return compact_json(list(self))
 
 
 def _dumps(value: Any) -> str:
@@ -186,13 +188,32 @@ def _dumps(value: Any) -> str:
     return json.dumps(value, ensure_ascii=False, separators=(",", ":"), allow_nan=False)
 
 
+def compact_json(value: Any) -> bytes:
+    """`_dumps(value)` as UTF-8, from orjson where that is the same JSON (a long history
+    encodes ~20 times faster: tens of µs of CPU per call).
+
+    orjson writes NaN and the infinities as `null` where `_dumps` refuses them, so
+    anything with a `null` in it is encoded by `_dumps` instead (bodies seldom hold one:
+    null contents and unset options are left out). What orjson cannot encode (a key that
+    is not a string, a huge integer, a lone surrogate, deep nesting) goes to `_dumps` as
+    well, which encodes it or raises as before. Floats may be spelled differently
+    (`1e16` for `1e+16`): the same numbers."""
+    try:
+        data = orjson.dumps(value)
+    except orjson.JSONEncodeError:
+        data = b"null"
+    if b"null" in data:
+        return _dumps(value).encode()
+    return data
+
+
 def encode_body(body: Mapping[str, Any]) -> bytes:
     """The request's JSON, with the tools' cached text when they are `ToolSchemas`."""
     tools = body.get("tools")
     if not isinstance(tools, ToolSchemas):
-        return _dumps(body).encode()
-    rest = _dumps({k: v for k, v in body.items() if k != "tools"})
-    return f'{rest[:-1]}{"," if len(rest) > 2 else ""}"tools":{tools.json}}}'.encode()
+        return compact_json(body)
+    rest = compact_json({k: v for k, v in body.items() if k != "tools"})
+    return b"".join((rest[:-1], b"," if len(rest) > 2 else b"", b'"tools":', tools.json, b"}"))
 
 
 _request_ids = itertools.count()

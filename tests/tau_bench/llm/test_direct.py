@@ -26,7 +26,15 @@ from tau_bench.llm import (
     complete,
     set_llm_path,
 )
-from tau_bench.llm.direct import ToolSchemas, encode_body, is_exact, request_body, use_direct
+from tau_bench.llm.direct import (
+    ToolSchemas,
+    _dumps,
+    compact_json,
+    encode_body,
+    is_exact,
+    request_body,
+    use_direct,
+)
 from tau_bench.llm.direct_clients import TRANSPORT_ENV, aiohttp_transport
 from tau_bench.llm.retry import RetryPolicy
 from tau_bench.runner import Runner, prepare_run
@@ -149,6 +157,44 @@ def test_the_encoded_body_is_the_body_with_the_tools_json_encoded_once() -> None
     assert json.loads(encode_body({**body, "tools": list(TOOLS)})) == {**body, "tools": TOOLS}
     assert tools.json is tools.json  # encoded once
     assert list(ToolSchemas(())) == [] and not ToolSchemas(())
+
+
+SAME_JSON = [
+    {"model": "m", "messages": [{"role": "user", "content": "Größe 42 — 東京 ✈ \u2028"}]},
+    {"a": [1, -0.0, 2.5, 1e-7, 1e16, True, False, "", {}, []], "b": {"c": {"d": '\\"'}}},
+    {"content": "the word null inside a string", "n": None},
+    {1: "an integer key", "t": (1, 2)},
+    {"big": 2**70, "small": -(2**64)},
+    {"nested": [[[[[[[[[[{"k": [1.5]}]]]]]]]]]]},
+    "x" * 100_000,
+]
+
+
+@pytest.mark.parametrize("value", SAME_JSON)
+def test_compact_json_is_the_standard_librarys_compact_json(value: Any) -> None:
+    assert json.loads(compact_json(value)) == json.loads(_dumps(value).encode())
+
+
+def test_compact_json_keeps_the_deep_and_refuses_what_the_standard_library_refuses() -> None:
+    deep: Any = "leaf"
+    for _ in range(500):  # beyond orjson's nesting limit, within the standard library's
+        deep = [deep]
+    assert compact_json(deep) == _dumps(deep).encode()
+    for bad in ({"t": float("nan")}, {"t": [float("inf")]}, {"t": -float("inf")}):
+        with pytest.raises(ValueError):  # as before: the SDK's own encoder takes it then
+            compact_json(bad)
+    with pytest.raises(UnicodeEncodeError):
+        compact_json({"content": "\ud800"})
+    with pytest.raises(TypeError):
+        compact_json({"when": object()})
+
+
+def test_a_body_with_nan_goes_to_the_sdks_encoder_as_before() -> None:
+    body, _ = request_body(LLMConfig("openai/gpt-4o-mini"), HISTORY, None, {})
+    with pytest.raises(ValueError):
+        encode_body({**body, "logit_bias": {"50256": float("nan")}})
+    with pytest.raises(ValueError):
+        encode_body({**body, "tools": ToolSchemas([{"type": "function", "x": float("inf")}])})
 
 
 async def test_tool_schemas_reach_the_server_as_a_list_of_the_same_tools() -> None:
