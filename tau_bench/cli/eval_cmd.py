@@ -6,9 +6,10 @@ one run per user model, print the table and say where the JSON report is.
 
 from __future__ import annotations
 
+import shlex
 import sys
 from pathlib import Path
-from typing import Annotated, Any
+from typing import Annotated, Any, NoReturn
 
 import typer
 
@@ -88,16 +89,30 @@ def eval(
 
     if same_file(cfg.output_path, config):
         fail(f"--output {cfg.output_path} is the eval's --config file: choose another output")
-    _execute(cfg, resume=resume, quiet=quiet, config_path=config)
+    _execute(cfg, resume=resume, quiet=quiet, again=_resume_command(config, overrides))
 
 
-def _execute(cfg: Any, *, resume: bool, quiet: bool, config_path: Path) -> None:
+def _resume_command(config: Path, flags: dict[str, Any]) -> str:
+    """The command that continues this eval: its `--config` and the flags given with it
+    (`--name`, `--log-dir`, `--user-models`... decide which eval and which runs it is)."""
+    words = ["tau", "eval", "--config", str(config)]
+    for key, value in flags.items():
+        if value is not None:
+            words += [f"--{key.replace('_', '-')}", str(value)]
+    return shlex.join([*words, "--resume"])
+
+
+def _execute(cfg: Any, *, resume: bool, quiet: bool, again: str) -> None:
+    """Run the eval; Ctrl-C, SIGTERM and a full disk end in one line with `again`, the
+    command that continues it."""
     import asyncio
 
     from tau_bench import terminal
     from tau_bench.config import RunConfigError
     from tau_bench.data.paths import DataDirError
-    from tau_bench.runner import prepare_eval, run_eval
+    from tau_bench.runner import prepare_eval
+    from tau_bench.runner.core import TERMINATED, RunTerminated, RunWriteError
+    from tau_bench.runner.evaluation import EvalRun
     from tau_bench.suites import UnknownDomainError, UnknownSplitError
     from tau_bench.tasks import TaskFileError
 
@@ -122,40 +137,98 @@ def _execute(cfg: Any, *, resume: bool, quiet: bool, config_path: Path) -> None:
     ]
     progress.started(total, done)
     observers = {model: _Forward(progress) for model in plans}
+    evaluation = EvalRun(cfg, plans, observers, sigterm_stops=True)
     try:
-        outcome = asyncio.run(run_eval(cfg, plans, observers))
+        outcome = asyncio.run(evaluation.run())
     except RunConfigError as exc:
         progress.finished()
         fail(str(exc))
     except KeyboardInterrupt:
         progress.finished()
-        print(
-            f"interrupted: finished episodes are saved in {cfg.folder}; "
-            f"continue with: tau eval --config {config_path} --resume",
-            file=err.file,
-            flush=True,
-        )
-        raise SystemExit(130) from None
+        _stopped(evaluation, "interrupted", 130, again)
+    except RunTerminated:
+        progress.finished()
+        _stopped(evaluation, "terminated (SIGTERM)", TERMINATED, again)
+    except RunWriteError:
+        progress.finished()
+        if evaluation.outcome is not None:
+            _print_report(evaluation.outcome.report)
+        fail(_write_failure(evaluation, again) or "cannot write the eval's files", 1)
     progress.finished()
-    # Wide when piped, so the table's k columns are not squeezed into 80 characters.
-    out = terminal.console(width=None if sys.stdout.isatty() else 200)
-    out.print(render_eval(outcome.report))
-    from tau_bench.analysis.variance import parts_from_dict, variance_table
-
-    out.print(
-        variance_table({outcome.report["name"]: parts_from_dict(outcome.report.get("variance"))})
-    )
+    _print_report(outcome.report)
     print(f"report: {outcome.path}", file=err.file, flush=True)
     errors = outcome.report["overall"]["errors"]
     if errors:
         print(
-            f"{errors} episode(s) failed with errors (not scored); re-run them with: "
-            f"tau eval --config {config_path} --resume",
+            f"{errors} episode(s) failed with errors (not scored); re-run them with: {again}",
             file=err.file,
             flush=True,
         )
         if not outcome.report["overall"]["scored"]:
             raise SystemExit(1)
+
+
+def _print_report(report: dict[str, Any]) -> None:
+    """The report's table and the variance table, on stdout."""
+    from tau_bench import terminal
+    from tau_bench.analysis.variance import parts_from_dict, variance_table
+
+    # Wide when piped, so the table's k columns are not squeezed into 80 characters.
+    out = terminal.console(width=None if sys.stdout.isatty() else 200)
+    out.print(render_eval(report))
+    out.print(variance_table({report["name"]: parts_from_dict(report.get("variance"))}))
+
+
+def _write_failure(evaluation: Any, again: str) -> str | None:
+    """The `error:` line for a file of the eval that could not be written (a full disk),
+    worded as `tau run`'s: what was kept and how to go on; None when every file was."""
+    then = f"once it can be written (free some space), continue with: {again}"
+    logs = evaluation.log_errors
+    if logs:
+        unsaved = sum(e.unsaved for e in logs)
+        lost = (
+            f", {unsaved} finished episode(s) could not be saved (they run again)"
+            if unsaved
+            else ""
+        )
+        return f"{logs[0]}; the eval was stopped{lost}; {then}"
+    outputs = evaluation.output_errors
+    if outputs:
+        return (
+            f"{outputs[0]}; the results logs in {evaluation.config.folder} hold every "
+            f"finished episode (they are the source of truth); {then}"
+        )
+    return None
+
+
+def _stopped(evaluation: Any, how: str, code: int, again: str) -> NoReturn:
+    """Ctrl-C or SIGTERM: what was saved and the command that continues the eval."""
+    from tau_bench.cli.run_cmd import _note
+
+    problem = _write_failure(evaluation, again)
+    if problem is not None:
+        fail(problem, code)
+    runners = list(evaluation.runners.values())
+    if not any(r.plan.log_path.exists() for r in runners):
+        _note(f"{how} before the eval started: nothing was written")
+        raise SystemExit(code)
+    done = sum(_saved(r) for r in runners)
+    total = sum(len(r.plan.order) for r in runners)
+    outcome = evaluation.outcome
+    report = f", the partial report in {outcome.path}" if outcome and outcome.outcomes else ""
+    _note(
+        f"{how}: {done} of {total} episodes saved in {evaluation.config.folder}{report}; "
+        f"continue with: {again}"
+    )
+    raise SystemExit(code)
+
+
+def _saved(runner: Any) -> int:
+    """Episodes of the run's plan in its log (those of an earlier session if it never
+    started)."""
+    if runner.outcome is not None:
+        return len(runner.outcome.records)
+    return sum(1 for key in runner.plan.order if key in runner.plan.existing)
 
 
 class _Forward:

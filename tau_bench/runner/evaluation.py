@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -12,9 +12,17 @@ from tau_bench.analysis.variance import decompose_groups
 from tau_bench.config import EvalConfig, RunConfigError, default_ks
 from tau_bench.metrics import eval_metrics
 from tau_bench.output_files import output_problem, same_file
-from tau_bench.records import now_iso
+from tau_bench.records import EpisodeRecord, now_iso
 from tau_bench.results import write_json_atomic
-from tau_bench.runner.core import Runner, RunObserver, RunOutcome
+from tau_bench.results_log import LogWriteError
+from tau_bench.runner.core import (
+    Runner,
+    RunObserver,
+    RunOutcome,
+    RunTerminated,
+    RunWriteError,
+    _SigtermCancels,
+)
 from tau_bench.runner.plan import RunPlan, prepare_run, with_trials
 
 
@@ -118,27 +126,160 @@ async def run_eval(
     config: EvalConfig,
     plans: dict[str, RunPlan],
     observers: Mapping[str, RunObserver] | None = None,
+    *,
+    sigterm_stops: bool = False,
 ) -> EvalOutcome:
-    """Run the user models' plans concurrently and write the eval report.
+    """Run the user models' plans concurrently and write the eval report (`EvalRun`)."""
+    return await EvalRun(config, plans, observers, sigterm_stops=sigterm_stops).run()
 
-    On cancellation every run writes what finished (as `Runner.run` does), the report
-    is written from it with `interrupted: true`, and the cancellation propagates.
+
+class EvalRun:
+    """An eval: one run per user model, run concurrently, then the report.
+
+    On cancellation (Ctrl-C) every run writes what finished (as `Runner.run` does), the
+    report is written from it with `interrupted: true`, and the cancellation propagates.
+    With `sigterm_stops` (`tau eval`: the program's one eval) SIGTERM does the same and
+    raises `RunTerminated`, as `tau run` does. A file that cannot be written (a full disk)
+    stops every run from starting episodes, and `RunWriteError` is raised once every file
+    that could be written was. However `run` ends, `outcome` (when any run started),
+    `runners` and `report_error` say what was kept, for the caller's last line.
     """
-    plans = same_samples(plans)  # prepare_eval's already are; a caller's own may not be
-    runners = {m: Runner(plan, (observers or {}).get(m)) for m, plan in plans.items()}
-    tasks = [asyncio.ensure_future(r.run()) for r in runners.values()]
-    interrupted = False
-    try:
-        await asyncio.gather(*tasks)
-    except BaseException:
-        interrupted = True
-        for t in tasks:
-            t.cancel()
-        await asyncio.gather(*tasks, return_exceptions=True)
-        raise
-    finally:
-        outcomes = {m: r.outcome for m, r in runners.items() if r.outcome is not None}
-        report = eval_report(config, outcomes, interrupted)
+
+    def __init__(
+        self,
+        config: EvalConfig,
+        plans: dict[str, RunPlan],
+        observers: Mapping[str, RunObserver] | None = None,
+        *,
+        sigterm_stops: bool = False,
+    ) -> None:
+        self.config = config
+        self.sigterm = _SigtermCancels(sigterm_stops)
+        plans = same_samples(plans)  # prepare_eval's already are; a caller's own may not be
+        self._observers = {
+            model: _EvalObserver(self.sigterm, (observers or {}).get(model)) for model in plans
+        }
+        self.runners = {
+            model: _EvalRunner(plan, self._observers[model]) for model, plan in plans.items()
+        }
+        for runner in self.runners.values():
+            runner.siblings = tuple(self.runners.values())
+        self.outcome: EvalOutcome | None = None
+        self.report_error: str | None = None  # the report could not be written
+
+    async def run(self) -> EvalOutcome:
+        with self.sigterm.handling():
+            try:
+                outcome = await self._run()
+            except asyncio.CancelledError:
+                if not self.sigterm.received:
+                    raise
+                task = asyncio.current_task()
+                if task is not None:
+                    task.uncancel()
+                raise RunTerminated("terminated (SIGTERM)") from None
+            if self.sigterm.received:  # while the files were written: they are complete
+                raise RunTerminated("terminated (SIGTERM)")
+        self.raise_write_error()
+        return outcome
+
+    async def _run(self) -> EvalOutcome:
+        tasks = {m: asyncio.ensure_future(r.run()) for m, r in self.runners.items()}
+        interrupted = False
+        try:
+            await _all_or_first_failure(list(tasks.values()))
+        except BaseException:
+            interrupted = True
+            self.sigterm.disarm()  # the runs are being stopped: let them
+            for model, task in tasks.items():
+                if not self._observers[model].writing:  # a run writing its files finishes
+                    task.cancel()
+            await asyncio.gather(*tasks.values(), return_exceptions=True)
+            raise
+        finally:
+            self.sigterm.disarm()
+            self._write_report(interrupted)
+        assert self.outcome is not None
+        return self.outcome
+
+    def _write_report(self, interrupted: bool) -> None:
+        """The report, `interrupted` when any episode was left unrun (Ctrl-C, SIGTERM, a
+        log that could not be written); one that cannot be written is kept in
+        `report_error`: the runs' logs hold every finished episode, `--resume` rewrites it."""
+        outcomes = {m: r.outcome for m, r in self.runners.items() if r.outcome is not None}
+        interrupted = interrupted or any(r.log_error for r in self.runners.values())
+        report = eval_report(self.config, outcomes, interrupted)
+        path = self.config.output_path
         if outcomes:
-            write_json_atomic(config.output_path, report)
-    return EvalOutcome(config, outcomes, report, config.output_path, interrupted)
+            try:
+                write_json_atomic(path, report)
+            except OSError as exc:
+                self.report_error = f"cannot write {path}: {exc.strerror or exc}"
+        self.outcome = EvalOutcome(self.config, outcomes, report, path, interrupted)
+
+    @property
+    def log_errors(self) -> list[LogWriteError]:
+        """The runs' logs that could not be written (their runs stopped)."""
+        return [r.log_error for r in self.runners.values() if r.log_error is not None]
+
+    @property
+    def output_errors(self) -> list[str]:
+        """The runs' results or summary files, and the report, that could not be written."""
+        outputs = [r.output_error for r in self.runners.values() if r.output_error is not None]
+        return outputs + ([self.report_error] if self.report_error else [])
+
+    def raise_write_error(self) -> None:
+        """`RunWriteError` (the first of each kind) when a file of the eval was not written."""
+        logs, outputs = self.log_errors, self.output_errors
+        if logs or outputs:
+            raise RunWriteError(logs[0] if logs else None, outputs[0] if outputs else None)
+
+
+async def _all_or_first_failure(tasks: Sequence[asyncio.Future[RunOutcome]]) -> None:
+    """Until every run has ended, or one failed (its error is raised: the caller stops
+    the others). A run whose files could not be written (`RunWriteError`) has ended as
+    planned: the others end too, starting no new episode (`_EvalRunner.log_failed`)."""
+    pending = set(tasks)
+    while pending:
+        done, pending = await asyncio.wait(pending, return_when=asyncio.FIRST_EXCEPTION)
+        for task in done:
+            if task.cancelled() or not isinstance(task.exception(), RunWriteError):
+                task.result()
+
+
+class _EvalRunner(Runner):
+    """A user model's run in an eval. The eval's runs share a disk: once any of them
+    cannot write its log, none starts another episode (each would be lost too), as
+    `tau run` stops; the episodes running finish and are written where they can be."""
+
+    siblings: tuple[Runner, ...] = ()  # the eval's runs (none in a Ray worker's runner)
+
+    def log_failed(self) -> bool:
+        return Runner.log_failed(self) or any(Runner.log_failed(r) for r in self.siblings)
+
+
+class _EvalObserver:
+    """A run's observer in an eval, forwarding to the caller's. It takes SIGTERM back for
+    the eval when the run has `started` (after its Ray backend: `ray.init` puts its own
+    SIGTERM handlers in, one of which exits at once), and notes when the run is `writing`
+    its files (`finished`): Ctrl-C and SIGTERM leave such a run alone, as `tau run` does,
+    rather than cut its results and summary off."""
+
+    def __init__(self, sigterm: _SigtermCancels, inner: RunObserver | None) -> None:
+        self.sigterm = sigterm
+        self.inner = inner
+        self.writing = False
+
+    def started(self, total: int, done: list[EpisodeRecord]) -> None:
+        self.sigterm.claim()
+        if self.inner is not None:
+            self.inner.started(total, done)
+
+    def episode_done(self, record: EpisodeRecord) -> None:
+        if self.inner is not None:
+            self.inner.episode_done(record)
+
+    def finished(self) -> None:
+        self.writing = True
+        if self.inner is not None:
+            self.inner.finished()
