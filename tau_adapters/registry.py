@@ -8,13 +8,18 @@ adapter; this repository's own baselines and adapters register the same way.
 Third-party code is untrusted here: a plugin that fails to import or to build becomes one
 `AdapterLoadError`/`AdapterBuildError` line naming it (secrets masked, control characters
 escaped), and a plugin named like one of this package's own entry points never replaces
-it (`resolve`: the built-in wins, the other is listed as shadowed).
+it (`resolve`: the built-in wins, the other is listed as shadowed). Nor can broken metadata
+of any installed distribution: one whose entry_points.txt cannot be parsed (which makes
+`importlib.metadata.entry_points` fail for every group) or declares a plug-in that is not
+`module:attribute` is skipped (`group_entry_points`) and named (`metadata_problems`).
 """
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable, Iterable, Mapping
-from importlib.metadata import EntryPoint, entry_points
+from dataclasses import dataclass
+from importlib.metadata import Distribution, EntryPoint, distributions, entry_points
 from typing import Any, Protocol, runtime_checkable
 
 from tau_adapters.extras import MissingExtraError, extra_for
@@ -108,7 +113,7 @@ def resolve(group: str) -> tuple[dict[str, EntryPoint], list[tuple[EntryPoint, E
     """
     chosen: dict[str, EntryPoint] = {}
     shadowed: list[tuple[EntryPoint, EntryPoint]] = []
-    for ep in entry_points(group=group):
+    for ep in group_entry_points(group):
         current = chosen.get(ep.name)
         if current is None:
             chosen[ep.name] = ep
@@ -120,6 +125,129 @@ def resolve(group: str) -> tuple[dict[str, EntryPoint], list[tuple[EntryPoint, E
         else:
             shadowed.append((ep, current))
     return chosen, shadowed
+
+
+def group_entry_points(group: str) -> list[EntryPoint]:
+    """`importlib.metadata.entry_points(group=group)` that one broken distribution cannot
+    break: a distribution whose entry_points.txt cannot be parsed (a line that is not
+    `name = value`, bytes that are not UTF-8) is skipped rather than failing every lookup,
+    and an entry point whose value is not `module:attribute` is left out."""
+    try:
+        found: Iterable[EntryPoint] = entry_points(group=group)
+    except Exception:  # importlib.metadata parses every distribution's file at once
+        found = (ep for dist in _distributions() for ep in _parsed(dist) or ())
+    return [ep for ep in found if ep.group == group and _well_formed(ep)]
+
+
+@dataclass(frozen=True)
+class MetadataProblem:
+    """An installed distribution whose plug-in metadata is broken, as one line."""
+
+    message: str
+    unparsable: bool  # its entry_points.txt: pydantic's own plug-in discovery fails on it
+
+
+def metadata_problems(prefixes: Iterable[str]) -> list[MetadataProblem]:
+    """The installed distributions whose entry_points.txt cannot be parsed, or declares
+    an entry point that is not `module:attribute` in a group named `PREFIX` or
+    `PREFIX.*`: what `group_entry_points` skips, for the CLI to name in one line each."""
+    wanted = tuple(prefixes)
+    problems = []
+    for dist in _distributions():
+        eps = _parsed(dist)
+        if eps is None:
+            message = f"{_named(dist)}: {_parse_problem(dist)}; its entry points are ignored"
+            problems.append(MetadataProblem(one_line(_clipped(message)), unparsable=True))
+            continue
+        bad = [ep for ep in eps if _in_groups(ep.group, wanted) and not _well_formed(ep)]
+        if bad:
+            shown = ", ".join(f"[{ep.group}] {ep.name} = {ep.value}" for ep in bad[:3])
+            message = f"{_named(dist)}: entry point(s) not `module:attribute` ignored: {shown}"
+            problems.append(MetadataProblem(one_line(_clipped(message)), unparsable=False))
+    return problems
+
+
+def _in_groups(group: str, prefixes: tuple[str, ...]) -> bool:
+    return any(group == p or group.startswith(p + ".") for p in prefixes)
+
+
+def _distributions() -> list[Distribution]:
+    """Installed distributions as `importlib.metadata.entry_points` sees them: the first
+    of each name on sys.path (a later one of the same name is never read)."""
+    seen: set[str] = set()
+    unique = []
+    for dist in distributions():
+        key = _normalized(dist)
+        if key not in seen:
+            seen.add(key)
+            unique.append(dist)
+    return unique
+
+
+def _normalized(dist: Distribution) -> str:
+    """The distribution's name as importlib.metadata compares names (PEP 503)."""
+    try:
+        found = getattr(dist, "_normalized_name", None)  # importlib's own, from the path
+        name = found if isinstance(found, str) else dist.metadata["Name"]
+    except Exception:  # no metadata at all: never the same as another
+        return f"<{id(dist)}>"
+    return re.sub(r"[-_.]+", "_", str(name or f"<{id(dist)}>")).lower()
+
+
+def _parsed(dist: Distribution) -> list[EntryPoint] | None:
+    """The distribution's entry points, or None when its entry_points.txt cannot be
+    parsed (importlib.metadata raises TypeError, ValueError or UnicodeDecodeError)."""
+    try:
+        return list(dist.entry_points)
+    except Exception:
+        return None
+
+
+def _well_formed(ep: EntryPoint) -> bool:
+    """Whether `ep.load()` can resolve the value (`module`, `module:attr`, extras)."""
+    return bool(ep.name.strip()) and EntryPoint.pattern.match(ep.value) is not None
+
+
+def _named(dist: Distribution) -> str:
+    """`installed distribution NAME VERSION (in SITE)` for messages."""
+    name: str | None = None
+    version: str | None = None
+    try:
+        name, version = dist.metadata["Name"], dist.metadata["Version"]
+    except Exception:  # no metadata: named by where it is
+        pass
+    try:
+        where = str(dist.locate_file(""))
+    except Exception:
+        where = "?"
+    return f"installed distribution {name or '?'} {version or '?'} (in {where})"
+
+
+def _parse_problem(dist: Distribution) -> str:
+    """What is wrong with an entry_points.txt that importlib.metadata cannot parse."""
+    try:
+        text = dist.read_text("entry_points.txt") or ""
+    except UnicodeDecodeError:
+        return "entry_points.txt is not UTF-8"
+    except Exception as exc:
+        return f"entry_points.txt cannot be read: {describe_exception(exc)}"
+    in_section = False
+    for number, raw in enumerate(text.splitlines(), 1):
+        line = raw.strip()
+        if not line or line.startswith("#"):
+            continue
+        if line.startswith("[") and line.endswith("]"):
+            in_section = True
+        elif in_section and "=" not in line:
+            why = (
+                "a section header without its `]`" if line.startswith("[") else "not `name = value`"
+            )
+            return f"entry_points.txt line {number} is {why}: {_clipped(line, 80)!r}"
+    return "entry_points.txt cannot be parsed"
+
+
+def _clipped(text: str, limit: int = 300) -> str:
+    return text if len(text) <= limit else text[: limit - 3] + "..."
 
 
 def _entry_points() -> dict[str, EntryPoint]:

@@ -56,10 +56,10 @@ class DemoTarget(Protocol):
 
 def demo_targets() -> list[DemoTarget]:
     """Every installed adapter harness's demo (entry-point group `tau_adapters.demos`)."""
-    from importlib.metadata import entry_points
+    from tau_adapters.registry import group_entry_points
 
     found = []
-    for ep in sorted(entry_points(group=DEMOS_GROUP), key=lambda e: e.name):
+    for ep in sorted(group_entry_points(DEMOS_GROUP), key=lambda e: e.name):
         try:
             found.append(ep.load())
         except ImportError:

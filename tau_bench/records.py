@@ -434,29 +434,61 @@ def _keep_partial(record: EpisodeRecord, scored: Any, judge_usage: Any) -> None:
 
 
 def masked(record: EpisodeRecord, secrets: Iterable[str]) -> EpisodeRecord:
-    """`record` with every occurrence of a secret masked in every string of it."""
+    """`record` with every occurrence of a secret masked in every string of it. A value
+    that holds itself or nests deeper than `MAX_DEPTH` (an adapter's `extra`, `raw`) is
+    cut there by a placeholder (`bounded`), so masking the rest cannot recurse forever."""
     values = [s for s in secrets if s]
     if not values:
         return record
     data = {f.name: getattr(record, f.name) for f in fields(record)}
-    if not _may_hold(data, values):
+    try:
+        encoded = orjson.dumps(data, option=orjson.OPT_NON_STR_KEYS, default=str)
+    except (TypeError, orjson.JSONEncodeError):
+        # A cycle, nesting past orjson's limit (254), a key it cannot spell: walk a copy
+        # bounded first. Otherwise the data is acyclic and shallow enough to walk as is.
+        return EpisodeRecord(**mask_values(bounded(data), values))
+    if not _may_hold(encoded, values):
         return record
     return EpisodeRecord(**mask_values(data, values))
+
+
+MAX_DEPTH = 200
+"""Deepest nesting `bounded` keeps: far beyond any record, far below Python's stack
+(the same bound as the log writer's `results_log._json_ready`)."""
+
+CYCLE = "<a value that contains itself>"
+"""What `bounded` (and the log writer, `results_log._json_ready`) puts for a cycle."""
+
+TOO_DEEP = f"<nested deeper than {MAX_DEPTH} levels>"
+"""What `bounded` (and the log writer) puts for a value nested deeper than `MAX_DEPTH`."""
+
+
+def bounded(value: Any, depth: int = 0, path: frozenset[int] = frozenset()) -> Any:
+    """A copy of a JSON-like value that any recursive walk can follow: a mapping, list
+    or tuple that contains itself becomes `CYCLE`, one nested deeper than `MAX_DEPTH`
+    becomes `TOO_DEEP` (mappings become dicts, tuples lists, as `mask_values` makes
+    them); anything else is kept as it is."""
+    if not isinstance(value, Mapping | list | tuple):
+        return value
+    if id(value) in path:
+        return CYCLE
+    if depth >= MAX_DEPTH:
+        return TOO_DEEP
+    inner = path | {id(value)}
+    if isinstance(value, Mapping):
+        return {k: bounded(v, depth + 1, inner) for k, v in value.items()}
+    return [bounded(v, depth + 1, inner) for v in value]
 
 
 _JSON_ESCAPED = frozenset('"\\') | frozenset(map(chr, range(0x20)))
 """Characters JSON encoding writes escaped: a secret holding one is not found verbatim."""
 
 
-def _may_hold(data: dict[str, Any], secrets: list[str]) -> bool:
-    """Whether any secret may occur in `data`. A run masks the API keys of its user and
-    judge in every record, and most hold none: one JSON encoding (C speed) and a search
-    per secret rule the record out ~5 times faster than walking it string by string
-    (`mask_values`). When in doubt (a secret JSON escapes, data orjson cannot encode): True."""
+def _may_hold(encoded: bytes, secrets: list[str]) -> bool:
+    """Whether any secret may occur in the record `encoded` (by orjson). A run masks the
+    API keys of its user and judge in every record, and most hold none: one JSON encoding
+    (C speed) and a search per secret rule the record out ~5 times faster than walking it
+    string by string (`mask_values`). When in doubt (a secret JSON escapes): True."""
     if any(c in _JSON_ESCAPED for s in secrets for c in s):
-        return True
-    try:
-        encoded = orjson.dumps(data, option=orjson.OPT_NON_STR_KEYS, default=str)
-    except (TypeError, orjson.JSONEncodeError):
         return True
     return any(s.encode("utf-8", "surrogatepass") in encoded for s in secrets)

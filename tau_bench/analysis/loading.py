@@ -15,17 +15,27 @@ log next to it, else worked out from the runner's round-robin when the file is c
 from __future__ import annotations
 
 import json
+import os
+import stat
 from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
+from tau_bench import results_log
 from tau_bench.analysis.tau_bench_json import guess_env, parse_run_stem, record_from_tau_bench
 from tau_bench.config.run_config import MAX_TRIALS
 from tau_bench.json_decode import loads
 from tau_bench.metrics import domain_of, user_model_of
 from tau_bench.records import EpisodeRecord, RecordError
-from tau_bench.results_log import LogContents, LogFileError, read_log
+from tau_bench.results_log import (
+    LogContents,
+    LogFileError,
+    _last_line_start,
+    _lines,
+    _open_regular,
+    read_log,
+)
 from tau_bench.task_ids import TaskId, qualify, sort_key, task_domain
 
 
@@ -36,6 +46,9 @@ class ResultsLoadError(ValueError):
 
 LOG = "log"
 TAU_BENCH = "tau-bench"
+
+NOT_REGULAR = "is not a regular file (a run's results are its .jsonl log or τ-bench .json file)"
+"""Said of a FIFO, a device or a directory given as a results file (as `--resume` says it)."""
 
 
 @dataclass
@@ -329,11 +342,13 @@ def _per_record_user_models(
 def malformed_line(path: Path) -> str | None:
     """`<file> line N: why` for the first line of a log whose header or record is
     malformed (a record `read_log` skipped as it skips a line that is not JSON, a trial
-    of `MAX_TRIALS` or more), or None when there is none."""
+    of `MAX_TRIALS` or more), or None when there is none. Read as `read_log` reads it:
+    a line longer than `results_log.MAX_LINE_SIZE` is a bad line (skipped, counted by
+    `read_log`), read past in chunks and never held whole nor shown."""
     header_seen = False
-    with path.open("rb") as fh:
-        for n, line in enumerate(fh, 1):
-            if not line.strip():
+    with _open_regular(path) as fh:
+        for n, line in enumerate(_lines(fh), 1):
+            if line is None or not line.strip():
                 continue
             try:
                 obj = loads(line)
@@ -352,21 +367,15 @@ def malformed_line(path: Path) -> str | None:
 
 def _unfinished_last_line(path: Path) -> bool:
     """Whether the log's last line was cut off mid-write: no newline after it and not
-    JSON. Read from the end, so a long log costs one short read."""
+    JSON, or longer than `results_log.MAX_LINE_SIZE` (what `--resume` drops as cut off).
+    Found from the end, so a long log costs a few short reads, a long line no memory."""
     with path.open("rb") as fh:
-        size = fh.seek(0, 2)
-        if size == 0:
-            return False
-        fh.seek(size - 1)
-        if fh.read(1) == b"\n":
-            return False
-        tail, pos = b"", size
-        while pos > 0 and b"\n" not in tail:
-            step = min(1 << 16, pos)
-            pos -= step
-            fh.seek(pos)
-            tail = fh.read(step) + tail
-    last = tail.rsplit(b"\n", 1)[-1]
+        start = _last_line_start(fh)
+        end = fh.seek(0, os.SEEK_END)
+        if end - start > results_log.MAX_LINE_SIZE:
+            return True
+        fh.seek(start)
+        last = fh.read(end - start)
     if not last.strip():
         return False
     try:
@@ -390,7 +399,10 @@ def read_checked_log(path: Path) -> LogContents:
     except RecordError:
         suspect = True
     if suspect or any(trial >= MAX_TRIALS for _, trial in contents.records):
-        bad = malformed_line(path)
+        try:
+            bad = malformed_line(path)
+        except LogFileError as exc:  # replaced since read_log read it
+            raise ResultsLoadError(str(exc)) from None
         if bad is not None:
             raise ResultsLoadError(bad)
     return contents
@@ -423,15 +435,32 @@ def _load_log(path: Path) -> Run:
     )
 
 
+def _head(path: Path) -> bytes:
+    """The file's first 4 KiB, refused (`ResultsLoadError`) unless it is a regular file.
+    Opened without blocking, so a FIFO is refused rather than waited on for a writer that
+    never comes, and a device (`/dev/zero`) or a directory is not mistaken for a missing
+    file; the same check and wording as `--resume` (`results_log._open_regular`)."""
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK)
+    except (FileNotFoundError, NotADirectoryError):
+        raise ResultsLoadError(f"no such results file: {path}") from None
+    except IsADirectoryError:  # where a directory cannot be opened (not Linux)
+        raise ResultsLoadError(f"{path} {NOT_REGULAR}") from None
+    except OSError as exc:
+        raise ResultsLoadError(f"cannot read {path}: {exc.strerror or exc}") from None
+    if not stat.S_ISREG(os.fstat(fd).st_mode):
+        os.close(fd)
+        raise ResultsLoadError(f"{path} {NOT_REGULAR}")
+    with os.fdopen(fd, "rb") as fh:
+        return fh.read(4096)
+
+
 def load_run(path: str | Path) -> Run:
     """One results file, whichever of the two formats it is."""
     p = Path(path)
-    if not p.is_file():
-        raise ResultsLoadError(f"no such results file: {p}")
+    head = _head(p).lstrip()
     if p.name.endswith(".summary.json"):
         raise ResultsLoadError(f"{p} is a run summary; pass the run's .jsonl or .json file")
-    with p.open("rb") as fh:
-        head = fh.read(4096).lstrip()
     if head.startswith(b"{"):
         return _load_log(p)
     return _load_tau_bench(p)

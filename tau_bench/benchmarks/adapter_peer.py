@@ -20,9 +20,9 @@ from tau_bench.demo import DEMOS_GROUP
 
 
 def _target(name: str) -> object:
-    from importlib.metadata import entry_points
+    from tau_adapters.registry import group_entry_points
 
-    for ep in entry_points(group=DEMOS_GROUP):
+    for ep in group_entry_points(DEMOS_GROUP):
         if ep.name == name:
             return ep.load()
     raise SystemExit(f"error: no adapter stand-in named {name!r} in {DEMOS_GROUP}")

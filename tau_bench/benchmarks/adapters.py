@@ -102,12 +102,11 @@ class TimedAdapter:
 
 def available() -> list[str]:
     """Names of the installed adapter stand-ins (their extras importable)."""
-    from importlib.metadata import entry_points
-
+    from tau_adapters.registry import group_entry_points
     from tau_bench.demo import DEMOS_GROUP
 
     names = []
-    for ep in sorted(entry_points(group=DEMOS_GROUP), key=lambda e: e.name):
+    for ep in sorted(group_entry_points(DEMOS_GROUP), key=lambda e: e.name):
         try:
             ep.load()
         except ImportError:

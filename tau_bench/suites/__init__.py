@@ -9,9 +9,9 @@ a third party ships one the way adapters ship (docs/suites.md).
 from __future__ import annotations
 
 import threading
-from importlib.metadata import entry_points
 from pathlib import Path
 
+from tau_adapters.registry import group_entry_points
 from tau_bench.suites.base import (
     Domain,
     EpisodeEnv,
@@ -50,7 +50,7 @@ def suites() -> dict[str, Suite]:
     with _lock:
         if _suites is None:
             found: dict[str, Suite] = {}
-            for ep in entry_points(group=GROUP):
+            for ep in group_entry_points(GROUP):  # a broken distribution skipped
                 try:
                     found[ep.name] = ep.load()
                 except ImportError:
