@@ -8,6 +8,7 @@ entry-point lookup of tau's."""
 
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -88,6 +89,27 @@ def test_tau_run_works_beside_an_unparsable_distribution(tmp_path: Path) -> None
     args = ["run", "--env", "airline", "--agent-strategy", "oracle", "--user-strategy"]
     args += ["scripted", "--task-ids", "13", "--log-dir", str(tmp_path / "logs")]
     proc = tau(site, *args, TAU_BENCH_DATA=str(DATA_DIR))
+    assert proc.returncode == 0 and "Traceback" not in proc.stderr, proc.stderr[-3000:]
+    warnings = [line for line in proc.stderr.splitlines() if line.startswith("warning:")]
+    assert len(warnings) == 1 and "broken-dist" in warnings[0], proc.stderr
+    assert len(list((tmp_path / "logs").glob("*.jsonl"))) == 1
+
+
+def test_run_py_works_beside_an_unparsable_distribution(tmp_path: Path) -> None:
+    site = broken_site(tmp_path / "site", UNPARSABLE["no-equals"][0])
+    repo = Path(__file__).resolve().parents[2]
+    args = ["--env", "airline", "--agent-strategy", "oracle", "--user-strategy", "scripted"]
+    args += ["--task-ids", "13", "--log-dir", str(tmp_path / "logs")]
+    environ = {**os.environ, "PYTHONPATH": f"{site}{os.pathsep}{repo}"}
+    environ["TAU_BENCH_DATA"] = str(DATA_DIR)
+    proc = subprocess.run(
+        [sys.executable, str(repo / "run.py"), *args],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env=environ,
+        check=False,
+    )
     assert proc.returncode == 0 and "Traceback" not in proc.stderr, proc.stderr[-3000:]
     warnings = [line for line in proc.stderr.splitlines() if line.startswith("warning:")]
     assert len(warnings) == 1 and "broken-dist" in warnings[0], proc.stderr

@@ -20,11 +20,9 @@ Key = tuple[int | str, int]
 def is_entry_point(name: str) -> bool:
     """Whether `name` resolves to its `tau_adapters` entry point (what a worker process
     sees), not to a builder registered in this process."""
-    from importlib.metadata import entry_points
+    from tau_adapters.registry import GROUP, group_entry_points, load_builder
 
-    from tau_adapters.registry import GROUP, load_builder
-
-    eps = {ep.name: ep for ep in entry_points(group=GROUP)}
+    eps = {ep.name: ep for ep in group_entry_points(GROUP)}
     if name not in eps:
         return False
     try:
