@@ -154,8 +154,16 @@ def with_domain_ids(run: Run) -> Run:
 
 
 def _read_json(path: Path) -> Any:
+    """A τ-bench results or summary file's JSON, refused by its size past the runner's
+    log cap (`MAX_LOG_SIZE`) before it is read: such a file is decoded whole."""
+    limit = results_log.MAX_LOG_SIZE
     try:
-        return loads(path.read_bytes())
+        with path.open("rb") as fh:
+            if os.fstat(fh.fileno()).st_size > limit:
+                raise ResultsLoadError(
+                    f"{path} is larger than {limit // 1024**3} GiB: not a results file tau can read"
+                )
+            return loads(fh.read(limit + 1))
     except OSError as exc:
         raise ResultsLoadError(f"cannot read {path}: {exc.strerror}") from None
     except (json.JSONDecodeError, UnicodeDecodeError) as exc:
