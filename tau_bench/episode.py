@@ -8,6 +8,7 @@ limit is unfinished and scores 0, as in the original - lives in `score_episode`.
 from __future__ import annotations
 
 import uuid
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -72,6 +73,29 @@ class JudgingError(ScoringError, JudgeError):
     def __init__(self, episode: ScoredEpisode, cause: Exception) -> None:
         super().__init__(episode, cause)
         self.usage = self.judge_usage
+
+
+class JudgeDeadlineError(JudgeError):
+    """The episode's deadline expired while the judge scored the finished conversation
+    (see `judge_cut_off`): a harness error (`source: judge`) that `--resume` re-runs."""
+
+    kind = "judge_timeout"
+    retryable = True
+
+
+def judge_cut_off(episode: ScoredEpisode, seconds: float) -> JudgingError:
+    """The error of an episode whose judge the episode deadline (`seconds`,
+    `--episode-timeout`) cut off: it keeps the trajectory and the agent's and user's
+    usage (`ScoringError`); the judge's spend is unknown (its answered calls were not
+    reported; one was under way), so its cost is unknown rather than $0."""
+    judge = getattr(getattr(episode.env, "domain", None), "judge_name", None)
+    usage: dict[str, Any] = {"model": judge} if isinstance(judge, str) else {}
+    cause = JudgeDeadlineError(
+        f"the episode deadline expired while judging: no verdict within the episode's "
+        f"{seconds:g} s (--episode-timeout)",
+        usage={**usage, "calls": 1},
+    )
+    return JudgingError(episode, cause)
 
 
 def _finish(env: EpisodeEnv, stop_reason: str, messages: list[dict[str, Any]] | None) -> None:
@@ -151,11 +175,14 @@ async def run_task(
     session: SessionContext | None = None,
     env: EpisodeEnv | None = None,
     tool_host: ToolServerHost | None = None,
+    on_scoring: Callable[[ScoredEpisode], None] | None = None,
 ) -> ScoredEpisode:
     """Run `task` with `adapter` and `user` and score it (no reward if it errored).
 
     With `tool_host`, the episode's environment is served to the agent for the duration
     of the episode (server-side tools) and the session carries its endpoint.
+    `on_scoring` gets the finished, unscored episode before it is scored: what a caller
+    whose deadline cuts the scoring off (the judge) records (`judge_cut_off`).
     """
     env = env or domain.new_env(task)
     session = session or session_for(domain, task, task_id, trial)
@@ -178,6 +205,8 @@ async def run_task(
             tool_host.release(endpoint)
     scored = ScoredEpisode(task_id=task_id, trial=trial, result=result, reward=None, env=env)
     if result.error is None:
+        if on_scoring is not None:
+            on_scoring(scored)
         try:
             scored.reward = await _scored(env, result)
         except Exception as exc:

@@ -153,8 +153,9 @@ def summarize(
 ) -> dict[str, Any]:
     """The run summary saved next to the results and printed as a table.
 
-    `records` are the latest record per (task, trial); `superseded` the errored attempts
-    a resume ran again. Costs and tokens include both and errored episodes (the money
+    `records` are the latest record per (task, trial); `superseded` every other attempt
+    the run's log holds (errored attempts that this resume or an earlier one ran again:
+    `RunPlan.superseded`). Costs and tokens include both and errored episodes (the money
     was spent; `replaced_attempts` says how much went to the superseded ones); rewards,
     pass^k and latency percentiles use the scored latest records only.
     """

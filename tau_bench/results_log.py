@@ -144,7 +144,7 @@ def encode_record(record: EpisodeRecord) -> bytes:
     return _dumps(record.to_dict())
 
 
-def _open_regular(path: Path) -> BinaryIO:
+def open_regular(path: Path) -> BinaryIO:
     """`path` opened for reading, refused (`LogFileError`) unless it is a regular file of
     at most `MAX_LOG_SIZE` bytes. Opened without blocking, so a FIFO named as a log is
     refused rather than waited on for a writer that never comes; a device (`/dev/zero`)
@@ -166,7 +166,7 @@ def _open_regular(path: Path) -> BinaryIO:
     return os.fdopen(fd, "rb")
 
 
-def _lines(fh: BinaryIO) -> Any:
+def log_lines(fh: BinaryIO) -> Any:
     """The file's lines (without their newline), each at most `MAX_LINE_SIZE` bytes; a
     longer one is read past in chunks and given as `None` (a bad line)."""
     while True:
@@ -184,10 +184,10 @@ def _lines(fh: BinaryIO) -> Any:
 def read_log(path: Path) -> LogContents:
     """Header and latest record per (task, trial); an unreadable line (a run killed
     mid-write) is skipped and counted. Read line by line from a regular file of at most
-    `MAX_LOG_SIZE` bytes (`_open_regular`): memory holds the records, not the file."""
-    with _open_regular(path) as fh:
+    `MAX_LOG_SIZE` bytes (`open_regular`): memory holds the records, not the file."""
+    with open_regular(path) as fh:
         try:
-            return _parse_log(path, _lines(fh))
+            return _parse_log(path, log_lines(fh))
         except OSError as exc:
             raise LogFileError(f"cannot read results log {path}: {exc.strerror or exc}") from None
 
@@ -299,7 +299,7 @@ class ResultsLog:
         log = cls(path)
         try:
             with path.open("r+b") as fh:
-                start = _last_line_start(fh)
+                start = last_line_start(fh)
                 end = fh.seek(0, os.SEEK_END)
                 if start != end:
                     fh.seek(start)
@@ -393,7 +393,7 @@ class ResultsLog:
             raise LogWriteError(self.path, self.failure, self.unsaved)
 
 
-def _last_line_start(fh: BinaryIO) -> int:
+def last_line_start(fh: BinaryIO) -> int:
     """Where the file's last line starts: just after its last newline (0 when it has
     none). Read backwards a chunk at a time: a log may be gigabytes long."""
     pos = fh.seek(0, os.SEEK_END)

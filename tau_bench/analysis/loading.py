@@ -31,9 +31,9 @@ from tau_bench.records import EpisodeRecord, RecordError
 from tau_bench.results_log import (
     LogContents,
     LogFileError,
-    _last_line_start,
-    _lines,
-    _open_regular,
+    last_line_start,
+    log_lines,
+    open_regular,
     read_log,
 )
 from tau_bench.task_ids import TaskId, qualify, sort_key, task_domain
@@ -354,8 +354,8 @@ def malformed_line(path: Path) -> str | None:
     a line longer than `results_log.MAX_LINE_SIZE` is a bad line (skipped, counted by
     `read_log`), read past in chunks and never held whole nor shown."""
     header_seen = False
-    with _open_regular(path) as fh:
-        for n, line in enumerate(_lines(fh), 1):
+    with open_regular(path) as fh:
+        for n, line in enumerate(log_lines(fh), 1):
             if line is None or not line.strip():
                 continue
             try:
@@ -378,7 +378,7 @@ def _unfinished_last_line(path: Path) -> bool:
     JSON, or longer than `results_log.MAX_LINE_SIZE` (what `--resume` drops as cut off).
     Found from the end, so a long log costs a few short reads, a long line no memory."""
     with path.open("rb") as fh:
-        start = _last_line_start(fh)
+        start = last_line_start(fh)
         end = fh.seek(0, os.SEEK_END)
         if end - start > results_log.MAX_LINE_SIZE:
             return True
@@ -447,7 +447,7 @@ def _head(path: Path) -> bytes:
     """The file's first 4 KiB, refused (`ResultsLoadError`) unless it is a regular file.
     Opened without blocking, so a FIFO is refused rather than waited on for a writer that
     never comes, and a device (`/dev/zero`) or a directory is not mistaken for a missing
-    file; the same check and wording as `--resume` (`results_log._open_regular`)."""
+    file; the same check and wording as `--resume` (`results_log.open_regular`)."""
     try:
         fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK)
     except (FileNotFoundError, NotADirectoryError):

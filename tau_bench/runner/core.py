@@ -36,7 +36,7 @@ from tau_adapters.registry import AgentProvider, UnknownAdapterError, build_prov
 from tau_bench.analysis.clean_subset import summary_section as clean_subset_section
 from tau_bench.config import RunConfig, RunConfigError, episode_seed
 from tau_bench.cost import episode_cost
-from tau_bench.episode import run_task, session_for
+from tau_bench.episode import ScoredEpisode, judge_cut_off, run_task, session_for
 from tau_bench.manifest import apply_display_name, build_manifest, display_name
 from tau_bench.metrics import summarize
 from tau_bench.results import (
@@ -54,9 +54,9 @@ from tau_bench.runner.breaker import CircuitBreaker
 from tau_bench.runner.collector import run_pace
 from tau_bench.runner.deadlines import (
     CANCEL_GRACE,
+    EpisodeDeadline,
     EpisodeTimeoutError,
     bounded,
-    episode_deadline,
     user_with_deadline,
     with_turn_deadline,
 )
@@ -306,8 +306,10 @@ class Runner:
         }
         t0 = time.perf_counter()
         stage = "agent"
+        deadline = EpisodeDeadline(cfg.episode_timeout)  # the adapter's close pauses it
+        finished: list[ScoredEpisode] = []  # the conversation, once it is being scored
         try:
-            adapter = with_turn_deadline(provider.new_adapter(), cfg.turn_timeout)
+            adapter = with_turn_deadline(provider.new_adapter(), cfg.turn_timeout, deadline)
             stage = "user"
             user = self._new_user(user_model, seed)
             if cfg.user_strategy != "human":  # a person may think as long as they like
@@ -327,7 +329,7 @@ class Runner:
                     "task_split": cfg.task_split,
                 },
             )
-            scored = await episode_deadline(
+            scored = await deadline.run(
                 run_task(
                     domain,
                     task,
@@ -339,12 +341,14 @@ class Runner:
                     max_tool_calls_per_turn=cfg.max_tool_calls_per_turn,
                     session=session,
                     tool_host=self._tool_host,
-                ),
-                cfg.episode_timeout,
+                    on_scoring=finished.append,
+                )
             )
-            return record_from_episode(scored, task, secrets=self.secrets(provider), **meta)
+            record = record_from_episode(scored, task, secrets=self.secrets(provider), **meta)
         except Exception as exc:  # one broken episode never stops the run
-            return record_from_exception(
+            if isinstance(exc, EpisodeTimeoutError) and finished:  # the judge was cut off
+                exc = judge_cut_off(finished[0], cfg.episode_timeout)
+            record = record_from_exception(
                 task_id,
                 trial,
                 task,
@@ -354,6 +358,8 @@ class Runner:
                 secrets=self.secrets(provider),
                 **meta,
             )
+        record.warnings.extend(deadline.warnings)  # a close that outlived the deadline
+        return record
 
     def _price(self, record: EpisodeRecord) -> None:
         if record.cost is None:

@@ -5,10 +5,14 @@ and never finishes; without a deadline one such episode holds a run forever. The
 wraps each episode's adapter and user (`with_turn_deadline`, `user_with_deadline`) so
 that one agent reply, one user reply, or the adapter's session start or close may take at
 most `--turn-timeout` seconds (a close past it is only a warning on the record), and
-the whole episode at most `--episode-timeout` (`episode_deadline`). Expiry is an
+the whole episode at most `--episode-timeout` (`EpisodeDeadline`). The adapter's close
+does not count against the episode's deadline (`EpisodeDeadline.paused`): the
+conversation is over when it runs, so a close that outlives what is left of the episode
+is a warning too, never the episode's timeout. Expiry is an
 `AdapterTimeoutError` (kind `agent_timeout`, class unavailable: excluded from scores,
 re-run by `--resume`); a user reply past its deadline is a `UserTimeoutError` (ours,
-harness). Other episodes are unaffected. Adapters keep their own per-call deadlines.
+harness), and an expiry while the finished conversation is being judged is the judge's
+(`episode.judge_cut_off`: the trajectory is kept). Other episodes are unaffected. Adapters keep their own per-call deadlines.
 
 A deadline is kept even by a call that swallows its cancellation (`except
 CancelledError: pass` in a loop): each adapter or user call runs as its own task, and past
@@ -21,9 +25,10 @@ running detached (`ABANDONED`), so neither the episode nor the run waits on it.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import inspect
 import logging
-from collections.abc import Awaitable
+from collections.abc import Awaitable, Iterator
 from typing import Any, TypeVar
 
 from tau_adapters.protocol import AdapterError, AdapterTimeoutError
@@ -147,6 +152,10 @@ class _Deadlined:
 
 
 class _AdapterWithDeadline(_Deadlined):
+    def __init__(self, inner: Any, seconds: float, episode: EpisodeDeadline | None) -> None:
+        super().__init__(inner, seconds)
+        self._episode = episode
+
     async def start(self, session: Any) -> None:
         await bounded(
             self._inner.start(session),
@@ -164,16 +173,20 @@ class _AdapterWithDeadline(_Deadlined):
         )
 
     async def close(self) -> None:
-        """Close within the turn deadline too: the conversation is over by then (it is
-        scored next), and a close that never returns must neither turn it into a timeout
-        (the loop records a failed close as a warning) nor hold the run."""
-        await bounded(
-            self._inner.close(),
-            self._seconds,
-            AdapterTimeoutError(
-                f"agent close: not finished within {self._seconds:g} s (--turn-timeout)"
-            ),
-        )
+        """Close within the turn deadline too, with the episode's deadline paused: the
+        conversation is over by then (it is scored next), and a close that never returns
+        must neither turn it into a timeout (the loop records a failed close as a
+        warning) nor hold the run."""
+        episode = self._episode
+        paused = episode.paused() if episode is not None else contextlib.nullcontext()
+        with paused:
+            await bounded(
+                self._inner.close(),
+                self._seconds,
+                AdapterTimeoutError(
+                    f"agent close: not finished within {self._seconds:g} s (--turn-timeout)"
+                ),
+            )
 
 
 class _UserWithDeadline(_Deadlined):
@@ -206,10 +219,10 @@ class _UserWithDeadline(_Deadlined):
         )
 
 
-def with_turn_deadline(adapter: T, seconds: float) -> T:
+def with_turn_deadline(adapter: T, seconds: float, episode: EpisodeDeadline | None = None) -> T:
     """`adapter` whose session start, every `send` and its close must finish within
-    `seconds`."""
-    return _AdapterWithDeadline(adapter, seconds)  # type: ignore[return-value]
+    `seconds`; its close pauses `episode`'s deadline, when given."""
+    return _AdapterWithDeadline(adapter, seconds, episode)  # type: ignore[return-value]
 
 
 def user_with_deadline(user: T, seconds: float) -> T:
@@ -217,16 +230,69 @@ def user_with_deadline(user: T, seconds: float) -> T:
     return _UserWithDeadline(user, seconds)  # type: ignore[return-value]
 
 
-async def episode_deadline(awaitable: Awaitable[T], seconds: float) -> T:
-    """`awaitable` (one episode), as an agent timeout once `seconds` pass.
+class EpisodeDeadline:
+    """One episode's `--episode-timeout`, which the adapter's close does not count
+    against (`paused`).
 
-    The episode (our code) is cancelled and waited for: it ends soon after, since every
-    adapter and user call in it is `bounded`, and closes its adapter on the way out."""
-    error = EpisodeTimeoutError(f"episode not finished within {seconds:g} s (--episode-timeout)")
-    try:
-        async with asyncio.timeout(seconds) as scope:
-            return await awaitable
-    except TimeoutError:
-        if scope.expired():
-            raise error from None
-        raise
+    Why: the close runs once the conversation is over, before it is scored; were it
+    held to what is left of the episode, a slow close would turn a finished episode into
+    the agent's timeout and lose its reward. The close has `--turn-timeout` of its own."""
+
+    def __init__(self, seconds: float) -> None:
+        self.seconds = seconds
+        self.warnings: list[str] = []  # a pause that outlived the time left (the record's)
+        self._scope: asyncio.Timeout | None = None
+
+    async def run(self, awaitable: Awaitable[T]) -> T:
+        """`awaitable` (one episode), as `EpisodeTimeoutError` once `seconds` pass.
+
+        The episode (our code) is cancelled and waited for: it ends soon after, since
+        every adapter and user call in it is `bounded`, and it closes its adapter on the
+        way out."""
+        error = EpisodeTimeoutError(
+            f"episode not finished within {self.seconds:g} s (--episode-timeout)"
+        )
+        try:
+            async with asyncio.timeout(self.seconds) as scope:
+                self._scope = scope
+                try:
+                    return await awaitable
+                finally:
+                    self._scope = None
+        except TimeoutError:
+            if scope.expired():
+                raise error from None
+            raise
+
+    @contextlib.contextmanager
+    def paused(self, what: str = "agent close") -> Iterator[None]:
+        """The deadline stopped for the block and moved on by its duration after it: the
+        episode keeps the time it had left when the block began. A block that outlived
+        that time is noted in `warnings`. Nothing is paused once the deadline expired or
+        the episode ended (a close on the way out of either)."""
+        scope = self._scope
+        when = scope.when() if scope is not None and not scope.expired() else None
+        if scope is None or when is None:
+            yield
+            return
+        loop = asyncio.get_running_loop()
+        began = loop.time()
+        left = when - began
+        scope.reschedule(None)
+        try:
+            yield
+        finally:
+            took = loop.time() - began
+            if took > left:
+                self.warnings.append(
+                    f"{what}: took {took:.1f} s, longer than the {max(left, 0):.1f} s left of "
+                    f"the episode (--episode-timeout {self.seconds:g}); not counted against it"
+                )
+            if self._scope is scope and not scope.expired():
+                scope.reschedule(loop.time() + left)
+
+
+async def episode_deadline(awaitable: Awaitable[T], seconds: float) -> T:
+    """`awaitable` (one episode), as an agent timeout once `seconds` pass
+    (`EpisodeDeadline.run`, for an episode whose adapter's close needs no pause)."""
+    return await EpisodeDeadline(seconds).run(awaitable)

@@ -22,7 +22,8 @@ from tau_bench.analysis.loading import ResultsLoadError, read_checked_log
 from tau_bench.config import RunConfig, RunConfigError, fingerprint_differences
 from tau_bench.records import EpisodeRecord
 from tau_bench.results import run_file_stem
-from tau_bench.results_log import LogContents
+from tau_bench.results_log import LogContents, LogFileError
+from tau_bench.runner.spent import replaced_attempts
 from tau_bench.suites import Domain, Task, load_domain
 
 TaskId = int | str  # an index into the split; "domain/index" in multi-domain runs
@@ -43,7 +44,9 @@ class RunPlan:
 
     `domain` is the first (usually only) domain; `domains` and `refs` say which domain
     each task id belongs to. `recorded_manifest` is the resumed log's manifest (what
-    `check_agent` compares the rebuilt agent with).
+    `check_agent` compares the rebuilt agent with). `replaced` are the resumed log's
+    attempts that a later line of it replaced (earlier resumes ran them again), their
+    spend only (`runner.spent`).
     """
 
     config: RunConfig
@@ -59,6 +62,7 @@ class RunPlan:
     domains: dict[str, Domain] = field(default_factory=dict)
     refs: dict[TaskId, TaskRef] = field(default_factory=dict)
     recorded_manifest: dict[str, Any] = field(default_factory=dict)
+    replaced: list[EpisodeRecord] = field(default_factory=list)
     _positions: dict[TaskId, int] = field(default_factory=dict, init=False, repr=False)
 
     def __post_init__(self) -> None:
@@ -84,9 +88,11 @@ class RunPlan:
         return [k for k in self.order if k not in self.existing or self.existing[k].is_error]
 
     def superseded(self, final: Mapping[Key, EpisodeRecord]) -> list[EpisodeRecord]:
-        """The log's records that `final` (the latest record per pair) replaced: errored
-        attempts this resume ran again. Their spend still counts (`metrics.summarize`)."""
-        return [r for k, r in self.existing.items() if final.get(k, r) is not r]
+        """Every attempt of the log that `final` (the latest record per pair) does not
+        hold: the ones earlier resumes replaced (`replaced`), and the errored ones this
+        resume ran again. Their spend still counts (`metrics.summarize`), each once."""
+        now = [r for k, r in self.existing.items() if final.get(k, r) is not r]
+        return [*self.replaced, *now]
 
     def check_agent(self, manifest: Mapping[str, Any]) -> None:
         """Refuse to resume with an agent other than the log's: the fingerprint holds the
@@ -293,6 +299,14 @@ def _read_resumed(log_path: Path) -> LogContents:
     return contents
 
 
+def _replaced_in(log_path: Path) -> list[EpisodeRecord]:
+    """The resumed log's replaced attempts (`runner.spent.replaced_attempts`)."""
+    try:
+        return replaced_attempts(log_path)
+    except (LogFileError, OSError) as exc:  # replaced or unreadable since it was read
+        raise RunConfigError(f"cannot resume: {exc}") from None
+
+
 def prepare_run(config: RunConfig) -> RunPlan:
     """Validate the config against the data and any log to resume; writes nothing."""
     domains = {name: for_run(load_domain(name, config.data_dir), config) for name in config.envs}
@@ -334,6 +348,7 @@ def prepare_run(config: RunConfig) -> RunPlan:
             domains=domains,
             refs=refs,
             recorded_manifest=manifest if isinstance(manifest, dict) else {},
+            replaced=_replaced_in(log_path),
         )
         return with_trials(plan, recorded) if recorded > config.num_trials else plan
 

@@ -262,6 +262,41 @@ def test_resumed_summary_cost_counts_the_replaced_attempts(
     assert summary["replaced_attempts"]["cost"]["user"] == pytest.approx(failed["cost"]["user"])
 
 
+def test_summary_cost_counts_every_attempt_across_resumes(
+    tmp_path: Path, bot: Bot, user_model: OpenAIServer
+) -> None:
+    """run -> resume -> resume, the bot failing until the last: the final summary counts
+    the first run's failed attempts too (each once), not only the ones it replaced."""
+    bot.down = True
+    bot_file = tmp_path / "bot.yaml"
+    bot_file.write_text(yaml.safe_dump(bot_config(bot.url, "probe")))
+    user = ["--user-strategy", "llm", "--user-model", "openai/gpt-4o"]
+    user += ["--user-api-base", user_model.base_url]
+    log = tmp_path / "s.jsonl"
+    assert tau(*http_run(tmp_path, bot_file, *user)).returncode == 1
+    again = tau("run", "--resume", str(log), "--quiet")
+    assert again.returncode == 1, again.stderr  # still failing
+    bot.down = False
+    last = tau("run", "--resume", str(log), "--quiet")
+    assert last.returncode == 0, last.stderr
+
+    episodes = [x for x in map(json.loads, log.read_text().splitlines()) if x["type"] == "episode"]
+    assert len(episodes) == 6  # 2 pairs x 3 attempts
+    failed = [e for e in episodes if e["error"]]
+    assert len(failed) == 4
+
+    def spend(records: list[dict[str, Any]]) -> float:
+        return sum(r["agent_usage"].get("cost", 0) + r["user_usage"]["cost"] for r in records)
+
+    summary = json.loads((tmp_path / "s.summary.json").read_text())
+    assert spend(failed) > 0 and summary["errors"] == 0
+    assert summary["cost"]["total"] == pytest.approx(spend(episodes))
+    assert summary["costs"]["user"] == pytest.approx(sum(e["cost"]["user"] for e in episodes))
+    assert summary["tokens"]["user"]["calls"] == sum(e["user_usage"]["calls"] for e in episodes)
+    assert summary["replaced_attempts"]["episodes"] == 4
+    assert summary["replaced_attempts"]["cost"]["total"] == pytest.approx(spend(failed))
+
+
 # -- tau eval: one number of samples ---------------------------------------------------
 
 
