@@ -6,22 +6,16 @@ output paths (`--json`, `-o`, `--png-dir`) made before any work."""
 from __future__ import annotations
 
 import math
-import sys
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from tau_adapters.jsonsafe import printable
-from tau_bench.cli.errors import fail
+from tau_bench.cli.errors import fail, note
 from tau_bench.output_files import same_file
 
 if TYPE_CHECKING:
     from tau_bench.analysis.compare import Comparison
     from tau_bench.analysis.loading import Run
-
-
-def _note(message: str) -> None:
-    print(printable(message), file=sys.stderr, flush=True)
 
 
 def check_confounds(
@@ -41,7 +35,7 @@ def check_confounds(
         fail(str(exc))
     check = check_runs(aligned, intersect=intersect)
     for label in check.no_manifest:
-        _note(f"{label}: no manifest (an older results file); compared on what it records")
+        note(f"{label}: no manifest (an older results file); compared on what it records")
     if check.ok:
         return check.to_dict()
     if not allow_mismatch:

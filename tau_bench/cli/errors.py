@@ -25,6 +25,12 @@ class UserError(Exception):
     """An error caused by the user's input or environment; shown without a traceback."""
 
 
+def note(message: str) -> None:
+    """A status line on stderr, never wrapped (scripts grep these); a bot's words in it
+    are shown, never obeyed by the terminal."""
+    print(printable(message), file=sys.stderr, flush=True)
+
+
 def fail(message: str, code: int = 2) -> NoReturn:
     """Print `error: message` on stderr and exit with `code` (the one helper for commands).
 

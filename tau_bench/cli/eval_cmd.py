@@ -203,20 +203,20 @@ def _write_failure(evaluation: Any, again: str) -> str | None:
 
 def _stopped(evaluation: Any, how: str, code: int, again: str) -> NoReturn:
     """Ctrl-C or SIGTERM: what was saved and the command that continues the eval."""
-    from tau_bench.cli.run_cmd import _note
+    from tau_bench.cli.errors import note
 
     problem = _write_failure(evaluation, again)
     if problem is not None:
         fail(problem, code)
     runners = list(evaluation.runners.values())
     if not any(r.plan.log_path.exists() for r in runners):
-        _note(f"{how} before the eval started: nothing was written")
+        note(f"{how} before the eval started: nothing was written")
         raise SystemExit(code)
     done = sum(_saved(r) for r in runners)
     total = sum(len(r.plan.order) for r in runners)
     outcome = evaluation.outcome
     report = f", the partial report in {outcome.path}" if outcome and outcome.outcomes else ""
-    _note(
+    note(
         f"{how}: {done} of {total} episodes saved in {evaluation.config.folder}{report}; "
         f"continue with: {again}"
     )

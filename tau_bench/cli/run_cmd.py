@@ -6,12 +6,11 @@ Thin: the flags are in `run_flags`, their layering in `run_layers`, what is show
 
 from __future__ import annotations
 
-import sys
 from typing import Any, NoReturn
 
 import typer
 
-from tau_adapters.jsonsafe import printable
+from tau_bench.cli.errors import fail, note
 from tau_bench.cli.run_flags import _flags, with_underscore_aliases
 from tau_bench.cli.run_layers import config_from_context
 from tau_bench.cli.run_progress import error_examples, make_progress, render_summary
@@ -32,13 +31,6 @@ def run(ctx: typer.Context, **params: Any) -> None:
 run.__signature__ = with_underscore_aliases(_flags)  # type: ignore[attr-defined]
 
 CONTEXT_SETTINGS = {"allow_interspersed_args": True, "ignore_unknown_options": True}
-
-
-def fail(message: str, code: int = 2) -> NoReturn:
-    """One line on stderr and exit `code`. SystemExit, not typer.Exit: with
-    standalone_mode=False click turns Exit into a return value and the code is lost."""
-    print(f"error: {printable(message)}", file=sys.stderr)
-    raise SystemExit(code)
 
 
 def _resume_command(plan: Any) -> str:
@@ -75,20 +67,14 @@ def _stopped(runner: Any, how: str, code: int) -> NoReturn:
     if problem is not None:
         fail(problem, code)
     if not plan.log_path.exists():
-        _note(f"{how} before the run started: nothing was written")
+        note(f"{how} before the run started: nothing was written")
         raise SystemExit(code)
     done = runner.outcome.summary["episodes_done"] if runner.outcome else 0
-    _note(
+    note(
         f"{how}: {done} of {len(plan.order)} episodes saved in {plan.log_path}; "
         f"continue with: {_resume_command(plan)}"
     )
     raise SystemExit(code)
-
-
-def _note(message: str) -> None:
-    """A status line on stderr, never wrapped (scripts grep these); an episode's error
-    in it (a bot's words) is shown, never obeyed by the terminal."""
-    print(printable(message), file=sys.stderr, flush=True)
 
 
 def _execute(cfg: RunConfig) -> None:
@@ -116,7 +102,7 @@ def _execute(cfg: RunConfig) -> None:
     observer = make_progress(err, quiet=cfg.quiet)
     runner = Runner(plan, observer, sigterm_stops=True)
     if plan.resumed:
-        _note(
+        note(
             f"resuming {plan.log_path}: {len(plan.order) - len(plan.pending)} of "
             f"{len(plan.order)} episodes done, {len(plan.pending)} to run"
         )
@@ -135,26 +121,26 @@ def _execute(cfg: RunConfig) -> None:
     terminal.console().print(render_summary(outcome.summary))
     summary = outcome.summary
     for line in summary.get("worker_errors", []):
-        _note(f"error: {line}")
+        note(f"error: {line}")
     if summary.get("agent_close_error"):
-        _note(f"warning: {summary['agent_close_error']} (the results are complete)")
+        note(f"warning: {summary['agent_close_error']} (the results are complete)")
     if summary.get("stopped_early"):
-        _note(
+        note(
             f"stopped early: {summary['stopped_early']}; no new episodes were started. "
             f"Fix the cause, then continue with: {_resume_command(plan)}"
         )
         raise SystemExit(1)
     if summary["errors"]:
-        _note(
+        note(
             f"{summary['errors']} episode(s) failed with errors (not scored); "
             f"re-run them with: {_resume_command(plan)}"
         )
         for line in error_examples(outcome.records):
-            _note(line)
+            note(line)
         if not summary["episodes_scored"]:
             raise SystemExit(1)  # nothing could be scored: let scripts notice
     if summary.get("worker_errors"):
-        _note(f"re-run the missing episodes with: {_resume_command(plan)}")
+        note(f"re-run the missing episodes with: {_resume_command(plan)}")
         raise SystemExit(1)
 
 

@@ -8,20 +8,15 @@ prints has the judge's API key masked (`rescore_secrets`).
 
 from __future__ import annotations
 
-import sys
 from pathlib import Path
 from typing import Any
 
 from tau_adapters.jsonsafe import printable
 from tau_adapters.redaction import environment_secrets, mask_values
-from tau_bench.cli.errors import fail
+from tau_bench.cli.errors import fail, note
 from tau_bench.cli.output_paths import check_output
 
 __all__ = ["export_tau2", "rescore_tau2"]
-
-
-def _note(message: str) -> None:
-    print(printable(message), file=sys.stderr, flush=True)
 
 
 def _tau3_domain(env: str, data_dir: str | None) -> Any:
@@ -72,7 +67,7 @@ def rescore_tau2(
     for task_id, trial, before, after in out.changed:
         print(printable(f"task {task_id} trial {trial}: {_fmt(before)} -> {_fmt(after)}"))
     if out.kept_embedded:
-        _note(
+        note(
             f"{len(out.kept_embedded)} task(s) not in the current data kept their embedded "
             f"definition: {', '.join(out.kept_embedded)}"
         )
@@ -83,7 +78,7 @@ def rescore_tau2(
     )
     if output is not None:
         write_json_atomic(output, mask_values(out.data, secrets))
-        _note(f"wrote {output}")
+        note(f"wrote {output}")
 
 
 def export_tau2(runs: list[Any], output: Path, data_dir: str | None) -> None:
@@ -124,8 +119,8 @@ def export_tau2(runs: list[Any], output: Path, data_dir: str | None) -> None:
                 fail(f"cannot write {path}: {exc.strerror or exc}")
             wrote += 1
             extra = f", {done.skipped_errors} errored left out" if done.skipped_errors else ""
-            _note(f"{run.label}: wrote {path} ({done.simulations} simulations{extra})")
-            for note in done.notes:
-                _note(f"{run.label}: {note}")
+            note(f"{run.label}: wrote {path} ({done.simulations} simulations{extra})")
+            for line in done.notes:
+                note(f"{run.label}: {line}")
     if not wrote:
         fail("nothing to export")

@@ -105,7 +105,7 @@ class RunWriteError(Exception):
         self.output_error = output_error
 
 
-class _SigtermCancels:
+class SigtermCancels:
     """SIGTERM as Ctrl-C for one run: it cancels the run's task once, so the finished
     episodes are written, and the run raises `RunTerminated`. Once the run is writing
     its files (`disarm`) a SIGTERM no longer cancels anything - the files are finished,
@@ -193,7 +193,7 @@ class Runner:
         self.close_problem: str | None = None  # the provider's aclose failed or hung
         self.log_error: LogWriteError | None = None  # the results log could not be written
         self.output_error: str | None = None  # the results or summary file could not
-        self.sigterm = _SigtermCancels(sigterm_stops)
+        self.sigterm = SigtermCancels(sigterm_stops)
 
     def secrets(self, provider: AgentProvider) -> list[str]:
         """What every record and check message of this run masks: the provider's secrets
@@ -493,7 +493,7 @@ class Runner:
     async def run(self) -> RunOutcome:
         """Run every pending episode. On cancellation the finished ones are written
         (log, results, summary), `self.outcome` is set, and the cancellation propagates;
-        SIGTERM does the same and raises `RunTerminated` (`_SigtermCancels`). A file that
+        SIGTERM does the same and raises `RunTerminated` (`SigtermCancels`). A file that
         could not be written (a full disk) raises `RunWriteError` once everything that
         could be written was, `self.outcome` set.
 

@@ -21,7 +21,7 @@ from tau_bench.runner.core import (
     RunOutcome,
     RunTerminated,
     RunWriteError,
-    _SigtermCancels,
+    SigtermCancels,
 )
 from tau_bench.runner.plan import RunPlan, prepare_run, with_trials
 
@@ -154,7 +154,7 @@ class EvalRun:
         sigterm_stops: bool = False,
     ) -> None:
         self.config = config
-        self.sigterm = _SigtermCancels(sigterm_stops)
+        self.sigterm = SigtermCancels(sigterm_stops)
         plans = same_samples(plans)  # prepare_eval's already are; a caller's own may not be
         self._observers = {
             model: _EvalObserver(self.sigterm, (observers or {}).get(model)) for model in plans
@@ -265,7 +265,7 @@ class _EvalObserver:
     its files (`finished`): Ctrl-C and SIGTERM leave such a run alone, as `tau run` does,
     rather than cut its results and summary off."""
 
-    def __init__(self, sigterm: _SigtermCancels, inner: RunObserver | None) -> None:
+    def __init__(self, sigterm: SigtermCancels, inner: RunObserver | None) -> None:
         self.sigterm = sigterm
         self.inner = inner
         self.writing = False
