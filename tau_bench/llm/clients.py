@@ -105,7 +105,7 @@ def client_pool(
 ) -> ClientPool | None:
     """The running loop's pool for a provider, api_base and reply limit (bytes); None when
     litellm should use its own clients (a provider it cannot hand ours to, or the OpenAI
-    SDK route): those replies are not bounded (docs/agents-and-users.md)."""
+    SDK route; their replies are bounded by `wire.bound_litellm_clients`)."""
     if provider not in POOLED_PROVIDERS or (provider == "openai" and not openai_via_handler()):
         return None
     per_loop = _pools.setdefault(asyncio.get_running_loop(), {})

@@ -43,6 +43,7 @@ from tau_bench.llm.response import (
 )
 from tau_bench.llm.retry import RetryRecord, call_with_retries
 from tau_bench.llm.runtime import litellm
+from tau_bench.llm.wire import call_limit
 
 MESSAGE_LIMIT = 500
 """Characters of a provider's error text kept in an error or retry record."""
@@ -120,13 +121,16 @@ async def complete(
     )
 
     async def send() -> Any:
-        if pool is None:
-            return _with_choices(await module.acompletion(**kwargs))
-        slot, client = pool.acquire()
-        try:
-            return _with_choices(await module.acompletion(**kwargs, client=client))
-        finally:
-            pool.release(slot)
+        # The bound of the replies litellm's own shared clients read for this call
+        # (`wire.bound_litellm_clients`): they serve calls of any limit.
+        with call_limit(config.max_response_bytes):
+            if pool is None:
+                return _with_choices(await module.acompletion(**kwargs))
+            slot, client = pool.acquire()
+            try:
+                return _with_choices(await module.acompletion(**kwargs, client=client))
+            finally:
+                pool.release(slot)
 
     response, retries, latency = await _with_retries(config, provider, send, classify)
     return Completion(

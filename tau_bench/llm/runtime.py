@@ -3,7 +3,8 @@
 Nothing here runs at import. `configure_litellm()` is called where a run starts (the
 `tau` and `run.py` entry points, the runner, benchmarks); `litellm()` calls it too, so a
 library user who never called it still gets the local price map (litellm would otherwise
-fetch it from the internet at import) and litellm's own OpenAI HTTP handler.
+fetch it from the internet at import), litellm's own OpenAI HTTP handler, and replies
+bounded in size whichever client litellm reads them with (`tau_bench.llm.wire`).
 """
 
 from __future__ import annotations
@@ -38,13 +39,18 @@ def configure_litellm() -> None:
 def litellm() -> Any:
     """The litellm module, imported on first use (it takes seconds), quiet, on httpx.
 
-    The first call also freezes the objects alive then (`freeze_long_lived`)."""
+    The first call also bounds the replies litellm's own HTTP clients read
+    (`wire.bound_litellm_clients`) and freezes the objects alive then
+    (`freeze_long_lived`)."""
     global _module
     module = _module
     if module is None:
         configure_litellm()
         import litellm as module
 
+        from tau_bench.llm.wire import bound_litellm_clients
+
+        bound_litellm_clients(module)
         freeze_long_lived()
         _module = module
     module.suppress_debug_info = True

@@ -9,19 +9,32 @@ read off the wire and at most as many are decoded. On the litellm path, OpenAI
 chat-completion replies are also checked before litellm parses them (`CheckedTransport`),
 so both paths accept and refuse the same replies (`response.checked_reply`).
 
+The clients litellm builds for itself (every other provider, through its
+`AsyncHTTPHandler`; the OpenAI SDK route) are bounded too (`bound_litellm_clients`):
+litellm caches them per provider, not per call, so they read the bound of the call that
+sends each request (`call_limit`, a context variable), not a fixed one.
+
 What fails here reaches the caller wrapped by the SDKs (openai, litellm) that made the
 request; `reply_error` finds it again in the exception's chain.
 """
 
 from __future__ import annotations
 
+import functools
+import importlib.metadata
+import inspect
 import json
+import warnings
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from contextvars import ContextVar
 from typing import Any
 
 import httpx
 
 from tau_adapters.bounded_http import BodyTooLarge, BoundedTransport
 from tau_adapters.protocol import AdapterProtocolError
+from tau_bench.llm.config import DEFAULT_MAX_RESPONSE_BYTES
 from tau_bench.llm.errors import LLMError, LLMMalformedReplyError, LLMReplyTooLargeError
 from tau_bench.llm.response import checked_reply
 
@@ -50,10 +63,22 @@ def bound_client(
 
     Wrapping after construction keeps everything the client was built with (TLS, HTTP/2,
     pool limits, proxies); httpx ignores those arguments when given a transport."""
-    client._transport = _bounded(client._transport, limit, check_chat)
+    return _wrap_transports(client, lambda inner: _bounded(inner, limit, check_chat))
+
+
+def bound_to_calls(client: httpx.AsyncClient) -> httpx.AsyncClient:
+    """`client` with every transport bounded, per request, by the reply limit of the call
+    that sends it (`call_limit`): for clients shared by calls of different limits."""
+    return _wrap_transports(client, CallBoundedTransport)
+
+
+def _wrap_transports(
+    client: httpx.AsyncClient,
+    wrap: Callable[[httpx.AsyncBaseTransport], httpx.AsyncBaseTransport],
+) -> httpx.AsyncClient:
+    client._transport = wrap(client._transport)
     client._mounts = {
-        pattern: None if inner is None else _bounded(inner, limit, check_chat)
-        for pattern, inner in client._mounts.items()
+        pattern: None if inner is None else wrap(inner) for pattern, inner in client._mounts.items()
     }
     return client
 
@@ -63,6 +88,98 @@ def _bounded(
 ) -> httpx.AsyncBaseTransport:
     bounded = BoundedTransport(limit, label=LABEL, inner=inner)
     return CheckedTransport(bounded) if check_chat else bounded
+
+
+_call_limit: ContextVar[int] = ContextVar(
+    "tau_bench_llm_max_response_bytes", default=DEFAULT_MAX_RESPONSE_BYTES
+)
+
+
+@contextmanager
+def call_limit(limit: int) -> Iterator[None]:
+    """Make `limit` bytes the bound of the replies read, within the block (a model call),
+    by clients bounded per call (`bound_to_calls`)."""
+    token = _call_limit.set(limit)
+    try:
+        yield
+    finally:
+        _call_limit.reset(token)
+
+
+class CallBoundedTransport(httpx.AsyncBaseTransport):
+    """A `BoundedTransport` whose limit is the one of the call sending each request."""
+
+    def __init__(self, inner: httpx.AsyncBaseTransport) -> None:
+        self._inner = inner
+
+    async def handle_async_request(self, request: httpx.Request) -> httpx.Response:
+        bounded = BoundedTransport(_call_limit.get(), label=LABEL, inner=self._inner)
+        return await bounded.handle_async_request(request)
+
+    async def aclose(self) -> None:
+        await self._inner.aclose()
+
+
+_HOOKED = "__tau_bounded__"
+
+
+def bound_litellm_clients(module: Any) -> None:
+    """Bound (`bound_to_calls`) every async httpx client litellm builds for itself, from
+    now on: those of its `AsyncHTTPHandler` (`create_client`: every provider litellm
+    reaches with its own HTTP handler, through `get_async_httpx_client`) and of its OpenAI
+    SDK route (`BaseOpenAILLM._get_async_http_client`: OpenAI with
+    `EXPERIMENTAL_OPENAI_BASE_LLM_HTTP_HANDLER=False`, Azure...). Idempotent.
+
+    Why wrap these two builders: litellm has no hook of its own for its clients'
+    transport (`litellm.aclient_session` is one client, for the OpenAI SDK route only).
+    A caller's client (`client=`, `litellm.aclient_session`) is left as it was built.
+    When litellm no longer has either builder, a warning says so (and the tests fail)."""
+    try:
+        from litellm.llms.custom_httpx.http_handler import AsyncHTTPHandler
+        from litellm.llms.openai.common_utils import BaseOpenAILLM
+    except ImportError as exc:
+        _unhooked(str(exc))
+        return
+    _hook(module, AsyncHTTPHandler, "create_client", static=False)
+    _hook(module, BaseOpenAILLM, "_get_async_http_client", static=True)
+
+
+def _hook(module: Any, owner: type, name: str, *, static: bool) -> None:
+    """Replace `owner.name` (a plain method, or a staticmethod) by a wrapper bounding the
+    httpx client it returns."""
+    found = inspect.getattr_static(owner, name, None)
+    if static != isinstance(found, staticmethod):
+        _unhooked(f"{owner.__name__}.{name} is {type(found).__name__}")
+        return
+    build = found.__func__ if isinstance(found, staticmethod) else found
+    if not callable(build):
+        _unhooked(f"{owner.__name__}.{name} is not callable")
+        return
+    if getattr(build, _HOOKED, False):
+        return
+
+    @functools.wraps(build)
+    def bounded_build(*args: Any, **kwargs: Any) -> Any:
+        client = build(*args, **kwargs)
+        if isinstance(client, httpx.AsyncClient) and client is not module.aclient_session:
+            bound_to_calls(client)
+        return client
+
+    setattr(bounded_build, _HOOKED, True)
+    setattr(owner, name, staticmethod(bounded_build) if static else bounded_build)
+
+
+def _unhooked(why: str) -> None:
+    try:
+        version = importlib.metadata.version("litellm")
+    except importlib.metadata.PackageNotFoundError:
+        version = "?"
+    warnings.warn(
+        f"litellm {version}: replies read by its own HTTP clients are not size-bounded"
+        f" (max_response_bytes): {why}",
+        RuntimeWarning,
+        stacklevel=3,
+    )
 
 
 class CheckedTransport(httpx.AsyncBaseTransport):

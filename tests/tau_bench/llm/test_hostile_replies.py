@@ -214,9 +214,16 @@ async def test_a_refused_connection_is_a_connection_error_not_a_timeout(
 TAU = Path(sys.executable).parent / "tau"
 
 
-@pytest.mark.parametrize("llm_path", ["auto", "litellm"])
+@pytest.mark.parametrize(
+    ("model", "llm_path"),
+    [
+        ("openai/gpt-4o-mini", "auto"),
+        ("openai/gpt-4o-mini", "litellm"),
+        ("mistral/mistral-large-latest", "auto"),  # on a client litellm builds itself
+    ],
+)
 def test_tau_run_records_a_gzip_bomb_as_the_agents_typed_error(
-    tmp_path: Path, llm_path: str
+    tmp_path: Path, model: str, llm_path: str
 ) -> None:
     bomb = gzip_bomb(64)
     with RawServer(lambda: bomb) as server:
@@ -229,7 +236,7 @@ def test_tau_run_records_a_gzip_bomb_as_the_agents_typed_error(
                 "--task-ids",
                 "0",
                 "--model",
-                "openai/gpt-4o-mini",
+                model,
                 "--api-base",
                 server.base_url,
                 "--user-strategy",
@@ -248,7 +255,11 @@ def test_tau_run_records_a_gzip_bomb_as_the_agents_typed_error(
             capture_output=True,
             text=True,
             timeout=300,
-            env={**os.environ, "OPENAI_API_KEY": "sk-test-not-a-key"},
+            env={
+                **os.environ,
+                "OPENAI_API_KEY": "sk-test-not-a-key",
+                "MISTRAL_API_KEY": "sk-test-not-a-key",
+            },
         )
     assert done.returncode == 0, done.stderr
     assert "Traceback" not in done.stderr
