@@ -8,10 +8,11 @@ a third party ships one the way adapters ship (docs/suites.md).
 
 from __future__ import annotations
 
+import sys
 import threading
 from pathlib import Path
 
-from tau_adapters.registry import group_entry_points
+from tau_adapters.registry import group_entry_points, one_line
 from tau_bench.suites.base import (
     Domain,
     EpisodeEnv,
@@ -52,11 +53,38 @@ def suites() -> dict[str, Suite]:
             found: dict[str, Suite] = {}
             for ep in group_entry_points(GROUP):  # a broken distribution skipped
                 try:
-                    found[ep.name] = ep.load()
+                    suite = ep.load()
+                    problem = _not_a_suite(suite)
                 except ImportError:
                     continue  # a suite whose optional dependencies are missing
+                except Exception as exc:  # third-party code: it costs only itself
+                    problem = f"failed to load ({type(exc).__name__}: {exc})"
+                if problem:
+                    _skipped(f"suite plug-in {ep.name} ({ep.value}) {problem}; skipped")
+                else:
+                    found[ep.name] = suite
             _suites = found
         return dict(_suites)
+
+
+def _not_a_suite(suite: object) -> str | None:
+    """What keeps a loaded plug-in from serving as a `Suite` (asked once, at discovery, so
+    that a broken one fails here and not in every command that lists domains)."""
+    names = getattr(suite, "domain_names", None)
+    if not isinstance(getattr(suite, "prefix", None), str) or not callable(names):
+        return "is not a suite (it needs a `prefix` and `domain_names()`)"
+    listed = names()
+    if not isinstance(listed, (tuple, list)) or not all(isinstance(n, str) for n in listed):
+        return "is not a suite (`domain_names()` must give a tuple of names)"
+    if not callable(getattr(suite, "load_domain", None)):
+        return "is not a suite (it needs `load_domain()`)"
+    return None
+
+
+def _skipped(message: str) -> None:
+    """One warning line on stderr for a suite plug-in left out (third-party text made
+    safe to print)."""
+    print(f"warning: {one_line(message)}", file=sys.stderr, flush=True)
 
 
 def all_domain_names() -> list[str]:
