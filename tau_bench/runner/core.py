@@ -26,9 +26,9 @@ import sys
 import threading
 import time
 from collections import deque
-from collections.abc import Callable, Iterator
+from collections.abc import Awaitable, Callable, Iterator
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from tau_adapters.protocol import AdapterError, ToolServerRequest, UserSimulator
 from tau_adapters.redaction import mask_encoded
@@ -84,6 +84,9 @@ if TYPE_CHECKING:
     from tau_bench.toolserver.host import ToolServerHost
 
 NO_MODEL_USERS = frozenset({"scripted", "human"})
+
+
+T = TypeVar("T")
 
 
 class RunTerminated(Exception):
@@ -157,6 +160,24 @@ class SigtermCancels:
                 self._task = None
                 asyncio.get_running_loop().remove_signal_handler(signal.SIGTERM)
                 signal.signal(signal.SIGTERM, signal.SIG_DFL)  # Ray's, if it put one in
+
+    async def terminating(self, work: Awaitable[T]) -> T:
+        """`work`'s result, SIGTERM `handling` meanwhile: a SIGTERM cancels `work` once
+        (which writes what finished) and then raises `RunTerminated`, also when it came
+        while the files were being written (they are complete then)."""
+        with self.handling():
+            try:
+                outcome = await work
+            except asyncio.CancelledError:
+                if not self.received:
+                    raise
+                task = asyncio.current_task()
+                if task is not None:
+                    task.uncancel()
+                raise RunTerminated("terminated (SIGTERM)") from None
+            if self.received:
+                raise RunTerminated("terminated (SIGTERM)")
+        return outcome
 
 
 class Runner:
@@ -499,18 +520,8 @@ class Runner:
 
         With the Ray backend the episodes run on Ray workers (`runner.distributed`).
         The cycle collector runs at a run's pace meanwhile (`runner.collector`)."""
-        with run_pace(), self.sigterm.handling():
-            try:
-                outcome = await self._run()
-            except asyncio.CancelledError:
-                if not self.sigterm.received:
-                    raise
-                task = asyncio.current_task()
-                if task is not None:
-                    task.uncancel()
-                raise RunTerminated("terminated (SIGTERM)") from None
-            if self.sigterm.received:  # while the files were written: they are complete
-                raise RunTerminated("terminated (SIGTERM)")
+        with run_pace():
+            outcome = await self.sigterm.terminating(self._run())
         self.raise_write_error()
         return outcome
 

@@ -19,7 +19,6 @@ from tau_bench.runner.core import (
     Runner,
     RunObserver,
     RunOutcome,
-    RunTerminated,
     RunWriteError,
     SigtermCancels,
 )
@@ -168,18 +167,7 @@ class EvalRun:
         self.report_error: str | None = None  # the report could not be written
 
     async def run(self) -> EvalOutcome:
-        with self.sigterm.handling():
-            try:
-                outcome = await self._run()
-            except asyncio.CancelledError:
-                if not self.sigterm.received:
-                    raise
-                task = asyncio.current_task()
-                if task is not None:
-                    task.uncancel()
-                raise RunTerminated("terminated (SIGTERM)") from None
-            if self.sigterm.received:  # while the files were written: they are complete
-                raise RunTerminated("terminated (SIGTERM)")
+        outcome = await self.sigterm.terminating(self._run())
         self.raise_write_error()
         return outcome
 
