@@ -15,7 +15,7 @@ import math
 import os
 import stat
 import threading
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, BinaryIO
 
@@ -60,9 +60,40 @@ class LogWriteError(OSError):
 
 @dataclass
 class LogContents:
+    """A log read back. `records` are the latest line per (task, trial): what results and
+    scores use. `replaced` are the attempts a later line for the same pair replaced (each
+    resume re-runs the errored pairs), in log order, with their `SPEND_FIELDS` only: they
+    were paid for, so a resumed run's cost counts them, each once, and never the latest."""
+
     header: dict[str, Any]
     records: dict[tuple[int | str, int], EpisodeRecord]
     bad_lines: int = 0
+    replaced: list[EpisodeRecord] = field(default_factory=list)
+
+
+SPEND_FIELDS = (
+    "task_id",
+    "trial",
+    "reward",
+    "error",
+    "stop_reason",
+    "turns",
+    "agent_usage",
+    "user_usage",
+    "judge_usage",
+    "cost",
+    "agent_strategy",
+    "model",
+    "user_strategy",
+    "user_model",
+    "domain",
+)
+"""What a replaced attempt keeps: what the cost (`tau_bench.cost`, `metrics.summarize`)
+reads, never the trajectory (a log of many failed attempts stays small in memory)."""
+
+
+def _spend_of(record: EpisodeRecord) -> EpisodeRecord:
+    return EpisodeRecord(**{name: getattr(record, name) for name in SPEND_FIELDS})
 
 
 _NON_FINITE = {"nan": "NaN", "inf": "Infinity", "-inf": "-Infinity"}
@@ -182,8 +213,8 @@ def log_lines(fh: BinaryIO) -> Any:
 
 
 def read_log(path: Path) -> LogContents:
-    """Header and latest record per (task, trial); an unreadable line (a run killed
-    mid-write) is skipped and counted. Read line by line from a regular file of at most
+    """Header, latest record per (task, trial) and the attempts they replaced; an
+    unreadable line (a run killed mid-write) is skipped and counted. Read line by line from a regular file of at most
     `MAX_LOG_SIZE` bytes (`open_regular`): memory holds the records, not the file."""
     with open_regular(path) as fh:
         try:
@@ -195,6 +226,7 @@ def read_log(path: Path) -> LogContents:
 def _parse_log(path: Path, lines: Any) -> LogContents:
     header: dict[str, Any] | None = None
     records: dict[tuple[int | str, int], EpisodeRecord] = {}
+    replaced: list[EpisodeRecord] = []
     bad = 0
     for line in lines:
         if line is None:  # longer than MAX_LINE_SIZE
@@ -218,10 +250,13 @@ def _parse_log(path: Path, lines: Any) -> LogContents:
             except TypeError:
                 bad += 1
                 continue
+            earlier = records.get(record.key)
+            if earlier is not None:
+                replaced.append(_spend_of(earlier))
             records[record.key] = record
     if header is None or header.get("format") != LOG_FORMAT:
         raise LogFileError(f"{path} is not a tau run results log (no {LOG_FORMAT} header)")
-    return LogContents(header=header, records=records, bad_lines=bad)
+    return LogContents(header=header, records=records, bad_lines=bad, replaced=replaced)
 
 
 def _is_document(line: bytes) -> bool:

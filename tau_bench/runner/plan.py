@@ -22,8 +22,7 @@ from tau_bench.analysis.loading import ResultsLoadError, read_checked_log
 from tau_bench.config import RunConfig, RunConfigError, fingerprint_differences
 from tau_bench.records import EpisodeRecord
 from tau_bench.results import run_file_stem
-from tau_bench.results_log import LogContents, LogFileError
-from tau_bench.runner.spent import replaced_attempts
+from tau_bench.results_log import LogContents
 from tau_bench.suites import Domain, Task, load_domain
 
 TaskId = int | str  # an index into the split; "domain/index" in multi-domain runs
@@ -46,7 +45,7 @@ class RunPlan:
     each task id belongs to. `recorded_manifest` is the resumed log's manifest (what
     `check_agent` compares the rebuilt agent with). `replaced` are the resumed log's
     attempts that a later line of it replaced (earlier resumes ran them again), their
-    spend only (`runner.spent`).
+    spend only (`results_log.LogContents.replaced`).
     """
 
     config: RunConfig
@@ -299,14 +298,6 @@ def _read_resumed(log_path: Path) -> LogContents:
     return contents
 
 
-def _replaced_in(log_path: Path) -> list[EpisodeRecord]:
-    """The resumed log's replaced attempts (`runner.spent.replaced_attempts`)."""
-    try:
-        return replaced_attempts(log_path)
-    except (LogFileError, OSError) as exc:  # replaced or unreadable since it was read
-        raise RunConfigError(f"cannot resume: {exc}") from None
-
-
 def prepare_run(config: RunConfig) -> RunPlan:
     """Validate the config against the data and any log to resume; writes nothing."""
     domains = {name: for_run(load_domain(name, config.data_dir), config) for name in config.envs}
@@ -348,7 +339,7 @@ def prepare_run(config: RunConfig) -> RunPlan:
             domains=domains,
             refs=refs,
             recorded_manifest=manifest if isinstance(manifest, dict) else {},
-            replaced=_replaced_in(log_path),
+            replaced=contents.replaced,
         )
         return with_trials(plan, recorded) if recorded > config.num_trials else plan
 

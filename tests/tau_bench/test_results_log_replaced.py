@@ -1,5 +1,5 @@
-"""`runner.spent.replaced_attempts`: the attempts of a log that a later line replaced,
-each once, and never the last one per (task, trial) (`read_log` holds those)."""
+"""`read_log(...).replaced`: the attempts of a log that a later line replaced, each
+once, and never the last one per (task, trial) (`records` holds those)."""
 
 from __future__ import annotations
 
@@ -10,8 +10,7 @@ from typing import Any
 import pytest
 
 from tau_bench.records import EpisodeRecord
-from tau_bench.results_log import LOG_FORMAT, LogFileError, read_log
-from tau_bench.runner.spent import replaced_attempts
+from tau_bench.results_log import LOG_FORMAT, read_log
 
 
 def line(task: int, trial: int, cost: float, *, error: bool) -> dict[str, Any]:
@@ -44,18 +43,14 @@ def test_every_replaced_attempt_once_and_never_the_latest(tmp_path: Path) -> Non
         {"type": "resume", "at": "later", "pending": 1},
         line(0, 0, 0.4, error=False),
     )
-    replaced = replaced_attempts(log)
+    contents = read_log(log)
+    replaced, latest = contents.replaced, contents.records
     assert [r.user_usage["cost"] for r in replaced] == [0.1, 0.3]
     assert all(r.messages == [] for r in replaced)  # their spend only
-    latest = read_log(log).records
+    assert contents.bad_lines == 1
     assert sum(r.user_cost for r in [*replaced, *latest.values()]) == pytest.approx(1.0)
 
 
 def test_a_log_without_resumes_replaced_nothing(tmp_path: Path) -> None:
     log = write_log(tmp_path / "r.jsonl", line(0, 0, 0.1, error=True), line(0, 1, 0.1, error=True))
-    assert replaced_attempts(log) == []
-
-
-def test_a_log_that_is_not_a_regular_file_is_refused(tmp_path: Path) -> None:
-    with pytest.raises(LogFileError, match="not a regular file"):
-        replaced_attempts(tmp_path)
+    assert read_log(log).replaced == []
