@@ -242,6 +242,11 @@ class RunConfig(BaseModel):
     def multi_domain(self) -> bool:
         return len(self.envs) > 1
 
+    @property
+    def on_ray(self) -> bool:
+        """Episodes run on Ray workers: `backend="ray"`, `workers` > 1 or a `ray_address`."""
+        return self.backend == "ray" or self.workers > 1 or self.ray_address is not None
+
     def user_model_for(self, sample_index: int) -> str:
         """The user model of the sample at `sample_index` (round-robin over `user_models`)."""
         if not self.user_models:

@@ -527,7 +527,7 @@ class Runner:
 
     async def _run(self) -> RunOutcome:
         cfg = self.config
-        if cfg.backend == "ray" or cfg.workers > 1 or cfg.ray_address:
+        if cfg.on_ray:
             return await run_on_workers(self)
         self._started = time.perf_counter()
         self._preflight_user()

@@ -69,6 +69,7 @@ async def run_on_workers(runner: Runner) -> RunOutcome:
     backend = RayBackend(runner.config, type(runner))
     try:  # before the log: a missing extra or a bad address writes nothing
         backend.start()
+        await backend.ready()
     except ImportError as exc:
         raise RunConfigError(f"--backend ray: {exc}") from None
     except RunConfigError:

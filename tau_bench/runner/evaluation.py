@@ -172,6 +172,15 @@ class EvalRun:
         return outcome
 
     async def _run(self) -> EvalOutcome:
+        on_ray = sum(1 for r in self.runners.values() if r.config.on_ray)
+        if not on_ray:
+            return await self._run_all()
+        from tau_bench.runner.backends.ray import ray_for_runs
+
+        with ray_for_runs(on_ray):  # the runs run at once: one Ray, sized for them all
+            return await self._run_all()
+
+    async def _run_all(self) -> EvalOutcome:
         tasks = {m: asyncio.ensure_future(r.run()) for m, r in self.runners.items()}
         interrupted = False
         try:

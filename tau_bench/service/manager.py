@@ -15,6 +15,7 @@ shutdown puts the run back to `queued`, and the next server resumes it.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 import traceback
 import uuid
@@ -104,6 +105,7 @@ class RunManager:
         self._cancel_asked: dict[str, str] = {}  # run id -> the note of its cancel
         self._closing = False
         self._stopped: asyncio.Event | None = None
+        self._ray = contextlib.ExitStack()  # the hold on the runs' Ray, start to stop
 
     # -- lifecycle ---------------------------------------------------------------------
 
@@ -112,6 +114,10 @@ class RunManager:
         Returns the ids that will resume."""
         self._closing = False
         self._stopped = asyncio.Event()
+        if self.settings.on_ray:  # up to max_runs runs at once share one Ray, sized for all
+            from tau_bench.runner.backends.ray import ray_for_runs
+
+            self._ray.enter_context(ray_for_runs(self.settings.max_runs))
         resumed = []
         for row in self.store.oldest(RUNNING):
             self.store.update(row.id, status=QUEUED, note="server restarted: the run resumes")
@@ -135,6 +141,7 @@ class RunManager:
         for task in tasks:
             task.cancel()
         await asyncio.gather(*tasks, return_exceptions=True)
+        self._ray.close()
 
     @property
     def closing(self) -> bool:

@@ -96,6 +96,11 @@ class ServiceSettings:
             return self.tau3_data_dir
         return None if any(tau3) else self.data_dir
 
+    @property
+    def on_ray(self) -> bool:
+        """The runs' episodes run on Ray workers (as `RunConfig.on_ray` says of a run)."""
+        return self.backend == "ray" or self.workers > 1 or self.ray_address is not None
+
     def run_backend(self) -> dict[str, Any]:
         """The RunConfig fields every run of this server gets (where episodes run)."""
         return {"backend": self.backend, "ray_address": self.ray_address, "workers": self.workers}

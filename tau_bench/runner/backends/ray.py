@@ -1,7 +1,8 @@
 """The Ray backend: a run's episodes on Ray workers, the driver the only writer.
 
 `RayBackend(config).run(pending, store)` connects to the cluster at `ray_address` (or
-starts a local Ray sized for `workers`), starts `workers` episode-worker actors and, when
+starts a local Ray sized for `workers`; for every run's workers when the caller runs
+several at once, `ray_for_runs`), starts `workers` episode-worker actors and, when
 the run caps providers, one `ProviderLimiter` actor, and hands out (task, trial) keys:
 at most `max_concurrency` episodes in flight cluster-wide (fewer when `--provider-limit`
 caps the agent strategy itself), each worker its share. Every finished record comes
@@ -33,7 +34,8 @@ import gc
 import logging
 import os
 import socket
-from collections.abc import Callable
+import threading
+from collections.abc import Callable, Iterator
 from typing import Any
 
 from tau_bench.config import RunConfig
@@ -120,9 +122,10 @@ def reach(address: str, deadline: float = CONNECT_DEADLINE) -> None:
         ) from None
 
 
-def start_ray(address: str | None, workers: int) -> bool:
-    """Connect to the cluster at `address`, or start a local Ray with `workers` CPUs;
-    True when this call started (and so must stop) it."""
+def start_ray(address: str | None, workers: int, runs: int = 1) -> bool:
+    """Connect to the cluster at `address`, or start a local Ray with a CPU for each of
+    the `workers` of each of `runs` runs at once; True when this call started (and so
+    must stop) it."""
     ray = ray_module()
     if ray.is_initialized():
         return False
@@ -137,8 +140,59 @@ def start_ray(address: str | None, workers: int) -> bool:
         ray.init(address=address, **common)
     else:
         check_local_workers(workers)
-        ray.init(address="local", num_cpus=max(1, workers), **common)
+        ray.init(address="local", num_cpus=max(1, workers) * max(1, runs), **common)
     return True
+
+
+class _ProcessRay:
+    """The Ray of this process's runs, shared by those running at once. Each run joins it
+    and leaves it; the Ray this process started stops when the last one leaves. A caller
+    running several runs at once (`tau eval`'s user models, `tau serve`'s runs) holds it
+    with `ray_for_runs`: a local Ray is then sized for all of them (each run's workers
+    take one CPU each, and would otherwise wait to be placed until `START_DEADLINE`) and
+    stays up between them; without that, one run finishing stopped the Ray under the
+    others."""
+
+    def __init__(self) -> None:
+        self.lock = threading.Lock()
+        self.users = 0
+        self.runs = 1  # runs at once a local Ray started now is sized for
+        self.owned = False  # this process started the Ray and must stop it
+
+    def join(self, address: str | None, workers: int) -> None:
+        with self.lock:
+            started = start_ray(address, workers, self.runs)
+            self.owned = self.owned or started
+            self.users += 1
+
+    def leave(self) -> None:
+        with self.lock:
+            self.users -= 1
+            if self.users == 0 and self.owned:
+                self.owned = False
+                ray_module().shutdown()
+
+    @contextlib.contextmanager
+    def holding(self, runs: int) -> Iterator[None]:
+        with self.lock:
+            self.users += 1
+            before, self.runs = self.runs, max(self.runs, runs)
+        try:
+            yield
+        finally:
+            with self.lock:
+                self.runs = before
+            self.leave()
+
+
+_PROCESS_RAY = _ProcessRay()
+
+
+def ray_for_runs(runs: int) -> contextlib.AbstractContextManager[None]:
+    """Hold this process's Ray for `runs` runs at once: a local Ray started meanwhile
+    (by the first run that needs it) has CPUs for every run's workers, and stops when
+    the hold ends and no run uses it. Starts nothing by itself."""
+    return _PROCESS_RAY.holding(runs)
 
 
 class RayBackend:
@@ -153,7 +207,7 @@ class RayBackend:
         self.worker_stats: list[dict[str, Any]] = []  # from each worker at a graceful stop
         self.actors: list[Any] = []
         self.limiter: Any = None
-        self._started_ray = False
+        self._joined = False  # this run joined the process's Ray (`_ProcessRay`)
 
     def in_flight_cap(self) -> int:
         """Episodes running at once cluster-wide: `max_concurrency`, or fewer when a
@@ -163,17 +217,40 @@ class RayBackend:
         return min(cap, limit) if limit else cap
 
     def start(self) -> None:
-        """Start (or join) Ray and the actors; on failure leave nothing running."""
+        """Start (or join) Ray and the actors, without waiting for them to be placed
+        (`ready`); on failure leave nothing running."""
         ray = ray_module()
-        self._started_ray = start_ray(self.config.ray_address, self.workers)
+        _PROCESS_RAY.join(self.config.ray_address, self.workers)
+        self._joined = True
         try:
             self._start_actors(ray)
         except BaseException:
             self._kill_all(ray)
-            if self._started_ray:
-                ray.shutdown()
-                self._started_ray = False
+            self._leave()
             raise
+
+    async def ready(self) -> None:
+        """Wait until every worker is placed and started, or raise RuntimeError after
+        `START_DEADLINE`, leaving nothing running. The event loop goes on meanwhile:
+        `tau serve` answers its requests while a run's workers wait for CPUs."""
+        ray = ray_module()
+        started = [asyncio.wrap_future(a.pid.remote().future()) for a in self.actors]
+        try:
+            await asyncio.wait_for(asyncio.gather(*started), START_DEADLINE)
+        except BaseException as exc:
+            self._kill_all(ray)
+            self._leave()
+            if isinstance(exc, TimeoutError):
+                raise RuntimeError(
+                    f"{self.workers} workers of 1 CPU each were not all placed within "
+                    f"{START_DEADLINE:.0f} s (fewer CPUs in the cluster?)"
+                ) from None
+            raise
+
+    def _leave(self) -> None:
+        if self._joined:
+            self._joined = False
+            _PROCESS_RAY.leave()
 
     def _start_actors(self, ray: Any) -> None:
         per_worker = share(self.in_flight_cap(), self.workers)
@@ -199,13 +276,6 @@ class RayBackend:
         self.actors = [
             actor.remote(data, self.limiter, self.runner_cls) for _ in range(self.workers)
         ]
-        try:  # every worker placed and started, or a clear error (not a silent wait)
-            ray.get([a.pid.remote() for a in self.actors], timeout=START_DEADLINE)
-        except ray.exceptions.GetTimeoutError:
-            raise RuntimeError(
-                f"{self.workers} workers of 1 CPU each were not all placed within "
-                f"{START_DEADLINE:.0f} s (fewer CPUs in the cluster?)"
-            ) from None
 
     async def run(self, keys: list[Key], store: Store) -> None:
         """Run `keys` on the workers, calling `store(record data, log line)` as each
@@ -214,6 +284,7 @@ class RayBackend:
         flight were cancelled and what had finished was stored."""
         if not self.actors:
             self.start()
+            await self.ready()
         ray = ray_module()
         plan = Dispatch(keys, len(self.actors), self.in_flight_cap(), MAX_RESTARTS)
         calls: dict[asyncio.Future[Any], int] = {}  # the one exchange in flight per worker
@@ -306,7 +377,8 @@ class RayBackend:
 
     async def stop(self, graceful: bool = True) -> None:
         """Release the workers (letting them close their clients when `graceful`), kill
-        the actors, and stop Ray if this backend started it."""
+        the actors, and leave the process's Ray (stopped when this process started it
+        and no other run or `ray_for_runs` holds it)."""
         ray = ray_module()
         if graceful and self.actors:
             refs = [a.close.remote() for a in self.actors]
@@ -318,6 +390,4 @@ class RayBackend:
                     )
                 )
         self._kill_all(ray)
-        if self._started_ray:
-            ray.shutdown()
-            self._started_ray = False
+        self._leave()
