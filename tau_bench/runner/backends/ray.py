@@ -33,6 +33,7 @@ import contextlib
 import gc
 import logging
 import os
+import signal
 import socket
 import threading
 from collections.abc import Callable, Iterator
@@ -137,11 +138,28 @@ def start_ray(address: str | None, workers: int, runs: int = 1) -> bool:
     }
     if address and address != "local":
         reach(address)
-        ray.init(address=address, **common)
+        with _keeping_sigterm():
+            ray.init(address=address, **common)
     else:
         check_local_workers(workers)
-        ray.init(address="local", num_cpus=max(1, workers) * max(1, runs), **common)
+        with _keeping_sigterm():
+            ray.init(address="local", num_cpus=max(1, workers) * max(1, runs), **common)
     return True
+
+
+@contextlib.contextmanager
+def _keeping_sigterm() -> Iterator[None]:
+    """Give SIGTERM back to whoever had it before `ray.init`, which installs a handler
+    that exits at once (`sys.exit(15)`): `tau serve`'s graceful shutdown (uvicorn's
+    handler) was lost after its first Ray run, and a run's own handler (`SigtermCancels`)
+    had to be put back after each start."""
+    main = threading.current_thread() is threading.main_thread()
+    before = signal.getsignal(signal.SIGTERM) if main else None
+    try:
+        yield
+    finally:
+        if before is not None:  # None: not set from Python, nothing to give back
+            signal.signal(signal.SIGTERM, before)
 
 
 class _ProcessRay:

@@ -1,16 +1,35 @@
 """`tau serve --backend ray --workers 2 --max-runs 2`: two runs at once on the server's
 local Ray both complete (the Ray has CPUs for both runs' workers, and the first run to
-end does not stop it under the other), and the Ray stops with the server."""
+end does not stop it under the other), the Ray stops with the server, and SIGTERM still
+stops the server gracefully once Ray has started."""
 
 from __future__ import annotations
 
 import asyncio
+import os
+import queue
+import signal
+import socket
+import subprocess
+import sys
+import threading
 from pathlib import Path
 
+import httpx
 import ray
 
 from tau_bench.runner.backends import ray as ray_backend
-from tests.tau_bench.service.conftest import finished, make_settings, running_app, submit
+from tests.conftest import DATA_DIR
+from tests.tau_bench.service.conftest import (
+    ORACLE,
+    WAIT,
+    finished,
+    make_settings,
+    running_app,
+    submit,
+)
+
+TAU = Path(sys.executable).parent / "tau"
 
 
 async def test_two_runs_at_once_on_the_servers_ray_both_complete(tmp_path: Path, monkeypatch):
@@ -26,3 +45,36 @@ async def test_two_runs_at_once_on_the_servers_ray_both_complete(tmp_path: Path,
             assert view["progress"]["done"] == view["progress"]["scored"] == 8
         assert ray.is_initialized()  # kept for the server's next runs
     assert not ray.is_initialized()  # stopped with the server
+
+
+def test_sigterm_stops_the_server_gracefully_after_a_ray_run(tmp_path: Path) -> None:
+    """`ray.init` puts in a SIGTERM handler that exits at once; the server keeps its own
+    (uvicorn's graceful shutdown: open requests answered, runs parked, exit 0)."""
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    argv = [str(TAU), "serve", "--no-auth", "--host", "127.0.0.1", "--port", str(port)]
+    argv += ["--backend", "ray", "--workers", "2", "--state-dir", str(tmp_path / "state")]
+    env = {**os.environ, "TAU_BENCH_DATA": str(DATA_DIR), "LITELLM_LOCAL_MODEL_COST_MAP": "True"}
+    proc = subprocess.Popen(argv, env=env, stderr=subprocess.PIPE, text=True)
+    lines: queue.Queue[str] = queue.Queue()
+    reader = threading.Thread(target=lambda: [lines.put(x) for x in proc.stderr or []])
+    reader.start()
+    seen: list[str] = []
+    try:
+        while not any("Uvicorn running on" in s for s in seen):
+            seen.append(lines.get(timeout=WAIT))  # queue.Empty if it never starts
+        base = f"http://127.0.0.1:{port}"
+        body = {**ORACLE, "task_ids": [0, 1]}
+        run = httpx.post(f"{base}/runs", json=body, timeout=WAIT).json()["run_id"]
+        view = httpx.get(f"{base}/runs/{run}", params={"wait": WAIT}, timeout=WAIT + 10).json()
+        assert view["status"] == "completed", view  # its workers ran: Ray is up
+    finally:
+        proc.send_signal(signal.SIGTERM)
+        code = proc.wait(timeout=WAIT)
+        reader.join(timeout=WAIT)
+    while not lines.empty():
+        seen.append(lines.get())
+    assert code in (0, -signal.SIGTERM), "".join(seen)[-3000:]
+    assert any("Application shutdown complete" in s for s in seen), "".join(seen)[-3000:]
+    assert not any("Traceback" in s or "SystemExit" in s for s in seen), "".join(seen)[-3000:]
