@@ -25,12 +25,16 @@ def set_remote_limiter(slots: Callable[[str], AbstractAsyncContextManager[None]]
 
 
 def set_provider_limits(limits: Mapping[str, int]) -> None:
-    """Cap concurrent calls per provider (e.g. `{"openai": 20}`); others stay unlimited."""
+    """Cap concurrent calls per provider (e.g. `{"openai": 20}`); others stay unlimited.
+    The caps are this process's: runs going on at once share them."""
     for name, value in limits.items():
         if int(value) < 1:
             raise ValueError(f"provider limit for {name!r} must be at least 1, got {value}")
+    wanted = {name: int(value) for name, value in limits.items()}
+    if wanted == _limits:  # a run beside another with the same caps (`tau eval`'s runs):
+        return  # new semaphores would let each run's calls through on top of the other's
     _limits.clear()
-    _limits.update({name: int(value) for name, value in limits.items()})
+    _limits.update(wanted)
     _semaphores.clear()
 
 

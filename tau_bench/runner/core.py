@@ -542,7 +542,7 @@ class Runner:
             raise
         pending = self.plan.pending
         queue: deque[Key] = deque(pending)
-        slots = ProviderSlots(self.config.provider_limits, self._provider_keys())
+        slots = self._episode_slots(self._provider_keys())
         if self.observer is not None:
             planned = set(self.plan.order)
             done = [r for k, r in self._records.items() if k in planned and not r.is_error]
@@ -612,6 +612,10 @@ class Runner:
         host, self._tool_host = self._tool_host, None
         if host is not None:
             await asyncio.to_thread(host.stop)
+
+    def _episode_slots(self, keys: list[str | None]) -> ProviderSlots:
+        """The live-episode caps of the run's hosted agent (`_provider_keys`)."""
+        return ProviderSlots(self.config.provider_limits, keys)
 
     def _provider_keys(self) -> list[str | None]:
         """Episode-level slots: a hosted agent is limited by its strategy name

@@ -23,6 +23,7 @@ from tau_bench.runner.core import (
     SigtermCancels,
 )
 from tau_bench.runner.plan import RunPlan, prepare_run, with_trials
+from tau_bench.runner.types import ProviderSlots
 
 
 @dataclass
@@ -161,8 +162,10 @@ class EvalRun:
         self.runners = {
             model: _EvalRunner(plan, self._observers[model]) for model, plan in plans.items()
         }
+        slots: list[ProviderSlots] = []  # filled by the first run to start
         for runner in self.runners.values():
             runner.siblings = tuple(self.runners.values())
+            runner.shared_slots = slots
         self.outcome: EvalOutcome | None = None
         self.report_error: str | None = None  # the report could not be written
 
@@ -250,9 +253,19 @@ class _EvalRunner(Runner):
     `tau run` stops; the episodes running finish and are written where they can be."""
 
     siblings: tuple[Runner, ...] = ()  # the eval's runs (none in a Ray worker's runner)
+    shared_slots: list[ProviderSlots] | None = None  # the eval's one, once made (`EvalRun`)
 
     def log_failed(self) -> bool:
         return Runner.log_failed(self) or any(Runner.log_failed(r) for r in self.siblings)
+
+    def _episode_slots(self, keys: list[str | None]) -> ProviderSlots:
+        """One set of live-episode caps for the whole eval: its runs use the same agent,
+        so `--provider-limit decibel=5` is 5 live sessions, not 5 per user model."""
+        if self.shared_slots is None:
+            return Runner._episode_slots(self, keys)
+        if not self.shared_slots:
+            self.shared_slots.append(Runner._episode_slots(self, keys))
+        return self.shared_slots[0]
 
 
 class _EvalObserver:

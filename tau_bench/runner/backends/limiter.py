@@ -167,7 +167,8 @@ class RemoteSlots:
     `hold(provider)` is the slot factory for `tau_bench.llm.limits.set_remote_limiter`:
     each capped model call holds one lease for as long as it runs."""
 
-    def __init__(self, limiter: Any, wait_deadline: float) -> None:
+    def __init__(self, limiter: Any, wait_deadline: float | None) -> None:
+        """`wait_deadline`: seconds a `hold` waits for its slot (None: until one is free)."""
         self.limiter = limiter
         self.holder = f"{os.getpid()}-{uuid.uuid4().hex}"
         self.wait_deadline = wait_deadline

@@ -3,7 +3,8 @@
 `RayBackend(config).run(pending, store)` connects to the cluster at `ray_address` (or
 starts a local Ray sized for `workers`; for every run's workers when the caller runs
 several at once, `ray_for_runs`), starts `workers` episode-worker actors and, when
-the run caps providers, one `ProviderLimiter` actor, and hands out (task, trial) keys:
+the run caps providers, one `ProviderLimiter` actor (shared by the process's runs with
+the same caps), and hands out (task, trial) keys:
 at most `max_concurrency` episodes in flight cluster-wide (fewer when `--provider-limit`
 caps the agent strategy itself), each worker its share. Every finished record comes
 back to the driver, which stores it (log, progress, results) - so the results contract
@@ -176,6 +177,9 @@ class _ProcessRay:
         self.users = 0
         self.runs = 1  # runs at once a local Ray started now is sized for
         self.owned = False  # this process started the Ray and must stop it
+        # provider limits -> [their limiter actor, runs using it]: runs at once with the
+        # same limits share one limiter, so the caps hold for all of them together
+        self.limiters: dict[tuple[tuple[str, int], ...], list[Any]] = {}
 
     def join(self, address: str | None, workers: int) -> None:
         with self.lock:
@@ -189,6 +193,34 @@ class _ProcessRay:
             if self.users == 0 and self.owned:
                 self.owned = False
                 ray_module().shutdown()
+
+    def limiter(self, ray: Any, limits: dict[str, int]) -> Any:
+        """The limiter actor of `limits`, shared with the runs using the same ones."""
+        key = tuple(sorted(limits.items()))
+        with self.lock:
+            entry = self.limiters.get(key)
+            if entry is None:
+                actor = (
+                    ray.remote(ProviderLimiter)
+                    .options(num_cpus=0, max_concurrency=10_000)
+                    .remote(limits, LEASE_TTL)
+                )
+                entry = self.limiters[key] = [actor, 0]
+            entry[1] += 1
+            return entry[0]
+
+    def release_limiter(self, ray: Any, actor: Any) -> None:
+        """One run less uses `actor`; the last one kills it."""
+        with self.lock:
+            for key, (shared, users) in list(self.limiters.items()):
+                if shared is actor:
+                    if users > 1:
+                        self.limiters[key][1] = users - 1
+                        return
+                    del self.limiters[key]
+                    break
+        with contextlib.suppress(Exception):
+            ray.kill(actor, no_restart=True)
 
     @contextlib.contextmanager
     def holding(self, runs: int) -> Iterator[None]:
@@ -273,11 +305,7 @@ class RayBackend:
     def _start_actors(self, ray: Any) -> None:
         per_worker = share(self.in_flight_cap(), self.workers)
         if self.config.provider_limits:
-            self.limiter = (
-                ray.remote(ProviderLimiter)
-                .options(num_cpus=0, max_concurrency=10_000)
-                .remote(self.config.provider_limits, LEASE_TTL)
-            )
+            self.limiter = _PROCESS_RAY.limiter(ray, dict(self.config.provider_limits))
         data = worker_config(self.config, self.workers)
         data["max_concurrency"] = per_worker
         actor = ray.remote(EpisodeWorker).options(
@@ -388,9 +416,11 @@ class RayBackend:
                 self._take_back(plan, worker, lines, lost, store)
 
     def _kill_all(self, ray: Any) -> None:
-        for actor in [*self.actors, *([self.limiter] if self.limiter is not None else [])]:
+        for actor in self.actors:
             with contextlib.suppress(Exception):
                 ray.kill(actor, no_restart=True)
+        if self.limiter is not None:
+            _PROCESS_RAY.release_limiter(ray, self.limiter)
         self.actors, self.limiter = [], None
 
     async def stop(self, graceful: bool = True) -> None:

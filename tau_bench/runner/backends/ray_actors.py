@@ -54,6 +54,9 @@ class EpisodeWorker:
         self._runner: Any = None
         self._provider: Any = None
         self._slots: RemoteSlots | None = None
+        # the live-episode cap of a hosted agent (`--provider-limit decibel=5`)
+        self._episode_slots: RemoteSlots | None = None
+        self._agent = ""
         self._news: asyncio.Event | None = None  # set when an episode ends
         self._running: dict[Key, asyncio.Task[None]] = {}
         self._lines: list[bytes] = []  # finished episodes' log lines, not yet handed back
@@ -84,6 +87,11 @@ class EpisodeWorker:
             # A model call never outlives its turn, so neither does its wait for a slot.
             self._slots = RemoteSlots(self._limiter, wait_deadline=config.turn_timeout)
         set_remote_limiter(self._slots.hold if self._slots is not None else None)
+        if self._limiter is not None and config.agent_strategy in config.provider_limits:
+            # From the limiter too: runs sharing it (`tau eval`'s user models) share the
+            # cap. An episode waits for its slot as it does locally: until one is free.
+            self._episode_slots = RemoteSlots(self._limiter, wait_deadline=None)
+            self._agent = config.agent_strategy
         self._runner, self._provider = runner, provider
         self._pace.enter_context(run_pace())  # this process runs episodes until close()
         self._cpu0 = time.process_time()  # episodes' CPU from here (imports excluded)
@@ -119,7 +127,8 @@ class EpisodeWorker:
         """One episode: its record priced and encoded here, as the log stores it (the
         driver appends the line as is: the encoding's CPU is spread over the workers)."""
         try:
-            record = await self._runner._episode(self._provider, key)
+            async with self._episode_slot():
+                record = await self._runner._episode(self._provider, key)
             self._lines.append(self._runner._log_line(record))
             self._episodes += 1
         except Exception as exc:  # `_episode` records failures: a bug, reported to the driver
@@ -128,6 +137,11 @@ class EpisodeWorker:
             del self._running[key]
             if self._news is not None:
                 self._news.set()
+
+    def _episode_slot(self) -> contextlib.AbstractAsyncContextManager[None]:
+        if self._episode_slots is None:
+            return contextlib.nullcontext()
+        return self._episode_slots.hold(self._agent)
 
     def cancel(self) -> int:
         """Cancel every running episode (the run's circuit breaker tripped); the
@@ -159,9 +173,10 @@ class EpisodeWorker:
         }
         for task in list(self._running.values()):  # none after a run that finished
             task.cancel()
-        if self._slots is not None:
-            await self._slots.aclose()
-            self._slots = None
+        for slots in (self._slots, self._episode_slots):
+            if slots is not None:
+                await slots.aclose()
+        self._slots = self._episode_slots = None
         if self._runner is not None:
             from tau_bench.llm import aclose_clients
 
