@@ -7,6 +7,8 @@ uvicorn. FastAPI and uvicorn are imported only when the server really starts.
 
 from __future__ import annotations
 
+import contextlib
+import socket
 import sys
 from pathlib import Path
 from typing import Annotated, Any
@@ -21,6 +23,7 @@ from tau_bench.service.settings import (
     LOOPBACK_HOSTS,
     STATE_DIR_ENV,
     TOKEN_ENV,
+    ServiceSettings,
 )
 
 SCORES_PANEL = "GET /scores defaults (MT-bench compatibility)"
@@ -219,7 +222,7 @@ def serve(
     ] = "info",
 ) -> None:
     """Serve the evaluation HTTP API: submit runs, follow them, fetch scores and reports."""
-    from tau_bench.service.settings import ServiceLimits, ServiceSettings, default_state_dir
+    from tau_bench.service.settings import ServiceLimits, default_state_dir
     from tau_bench.service.store import StoreError, lock_state_dir
 
     if no_auth:
@@ -292,4 +295,31 @@ def serve(
         f"state in {settings.state_dir}; at most {max_runs} run(s) at once; "
         f"auth {'bearer token' if token else 'DISABLED'}"
     )
-    server.serve(app, sock, log_level.lower(), GRACEFUL_SHUTDOWN)
+    with contextlib.ExitStack() as ray_hold:
+        if settings.on_ray:
+            _hold_runs_ray(ray_hold, settings, sock)
+        server.serve(app, sock, log_level.lower(), GRACEFUL_SHUTDOWN)
+
+
+def _hold_runs_ray(
+    stack: contextlib.ExitStack, settings: ServiceSettings, sock: socket.socket
+) -> None:
+    """Start the runs' Ray (or reach its cluster) before the server answers, and hold it
+    on `stack` until the server stops: `ray.init` takes seconds, and at the first run it
+    stalled the event loop (every request, `/health` too); a bad `--ray-address` is now
+    one line at start-up rather than a failed run. A local Ray has CPUs for the workers
+    of `--max-runs` runs."""
+    from tau_bench.runner.backends.ray import ray_for_runs
+
+    address = settings.ray_address
+    local = address in (None, "local")
+    where = "a local Ray" if local else f"the Ray cluster at {address}"
+    _note(f"starting {where}" if local else f"connecting to {where}")
+    try:
+        stack.enter_context(ray_for_runs(settings.max_runs, start=(address, settings.workers)))
+    except ImportError as exc:
+        sock.close()
+        fail(f"--backend ray: {exc}")
+    except (ConnectionError, TimeoutError, RuntimeError, ValueError) as exc:
+        sock.close()
+        fail(f"--backend ray: cannot start or reach {where}: {exc}")

@@ -223,11 +223,14 @@ class _ProcessRay:
             ray.kill(actor, no_restart=True)
 
     @contextlib.contextmanager
-    def holding(self, runs: int) -> Iterator[None]:
+    def holding(self, runs: int, start: tuple[str | None, int] | None = None) -> Iterator[None]:
         with self.lock:
             self.users += 1
             before, self.runs = self.runs, max(self.runs, runs)
         try:
+            if start is not None:
+                with self.lock:
+                    self.owned = start_ray(*start, self.runs) or self.owned
             yield
         finally:
             with self.lock:
@@ -238,11 +241,16 @@ class _ProcessRay:
 _PROCESS_RAY = _ProcessRay()
 
 
-def ray_for_runs(runs: int) -> contextlib.AbstractContextManager[None]:
+def ray_for_runs(
+    runs: int, start: tuple[str | None, int] | None = None
+) -> contextlib.AbstractContextManager[None]:
     """Hold this process's Ray for `runs` runs at once: a local Ray started meanwhile
     (by the first run that needs it) has CPUs for every run's workers, and stops when
-    the hold ends and no run uses it. Starts nothing by itself."""
-    return _PROCESS_RAY.holding(runs)
+    the hold ends and no run uses it. With `start` (the runs' `ray_address` and workers
+    each), Ray is started or reached now, on the calling thread - as `start_ray` does
+    for a run, and raising what it raises - so that a server pays for it before it
+    answers requests rather than on its event loop at its first run."""
+    return _PROCESS_RAY.holding(runs, start)
 
 
 class RayBackend:

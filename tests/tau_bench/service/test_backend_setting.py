@@ -12,6 +12,7 @@ from typer.testing import CliRunner
 
 from tau_bench.cli.app import app as tau_app
 from tau_bench.config import RunConfig
+from tau_bench.runner.backends import ray as ray_backend
 from tau_bench.service import server
 from tau_bench.service.guard import ServiceLimits, client_settings
 from tau_bench.service.manager import RunManager
@@ -29,7 +30,12 @@ def served(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> list[tuple[Any, d
         calls.append((app, {"log_level": log_level}))
         sock.close()
 
+    def start_ray(address: str | None, workers: int, runs: int = 1) -> bool:
+        calls.append(("start_ray", {"address": address, "workers": workers, "runs": runs}))
+        return False  # as if it were up already: nothing to stop
+
     monkeypatch.setattr(server, "serve", capture)
+    monkeypatch.setattr(ray_backend, "start_ray", start_ray)
     monkeypatch.setenv("TAU_SERVE_STATE_DIR", str(tmp_path / "state"))
     return calls
 
@@ -43,7 +49,9 @@ def serve(*args: str) -> Any:
 def test_the_backend_flags_reach_the_settings(served: list[Any]) -> None:
     result = serve("--backend", "ray", "--ray-address", "ray://head:10001", "--workers", "3")
     assert result.exit_code == 0, result.stderr
-    settings = served[0][0].state.settings
+    # the cluster is reached before the server answers, for --max-runs runs' workers
+    assert served[0] == ("start_ray", {"address": "ray://head:10001", "workers": 3, "runs": 2})
+    settings = served[1][0].state.settings
     assert settings.run_backend() == {
         "backend": "ray",
         "ray_address": "ray://head:10001",
