@@ -10,7 +10,8 @@ chat-completion replies are also checked before litellm parses them (`CheckedTra
 so both paths accept and refuse the same replies (`response.checked_reply`).
 
 The clients litellm builds for itself (every other provider, through its
-`AsyncHTTPHandler`; the OpenAI SDK route) are bounded too (`bound_litellm_clients`):
+`AsyncHTTPHandler`, or its sync `HTTPHandler` in a thread; the OpenAI SDK route) are
+bounded too (`bound_litellm_clients`):
 litellm caches them per provider, not per call, so they read the bound of the call that
 sends each request (`call_limit`, a context variable), not a fixed one.
 
@@ -28,11 +29,11 @@ import warnings
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from contextvars import ContextVar
-from typing import Any
+from typing import Any, TypeVar
 
 import httpx
 
-from tau_adapters.bounded_http import BodyTooLarge, BoundedTransport
+from tau_adapters.bounded_http import BodyTooLarge, BoundedSyncTransport, BoundedTransport
 from tau_adapters.protocol import AdapterProtocolError
 from tau_bench.llm.config import DEFAULT_MAX_RESPONSE_BYTES
 from tau_bench.llm.errors import LLMError, LLMMalformedReplyError, LLMReplyTooLargeError
@@ -54,6 +55,9 @@ def too_large(limit: int, url: str) -> BodyTooLarge:
     )
 
 
+_Client = TypeVar("_Client", httpx.AsyncClient, httpx.Client)
+
+
 def bound_client(
     client: httpx.AsyncClient, limit: int, *, check_chat: bool = False
 ) -> httpx.AsyncClient:
@@ -66,16 +70,17 @@ def bound_client(
     return _wrap_transports(client, lambda inner: _bounded(inner, limit, check_chat))
 
 
-def bound_to_calls(client: httpx.AsyncClient) -> httpx.AsyncClient:
-    """`client` with every transport bounded, per request, by the reply limit of the call
-    that sends it (`call_limit`): for clients shared by calls of different limits."""
-    return _wrap_transports(client, CallBoundedTransport)
+def bound_to_calls(client: httpx.AsyncClient | httpx.Client) -> None:
+    """Bound every transport of `client` (async or sync), per request, by the reply limit
+    of the call that sends it (`call_limit`): for clients shared by calls of different
+    limits."""
+    if isinstance(client, httpx.Client):
+        _wrap_transports(client, CallBoundedSyncTransport)
+    else:
+        _wrap_transports(client, CallBoundedTransport)
 
 
-def _wrap_transports(
-    client: httpx.AsyncClient,
-    wrap: Callable[[httpx.AsyncBaseTransport], httpx.AsyncBaseTransport],
-) -> httpx.AsyncClient:
+def _wrap_transports(client: _Client, wrap: Callable[[Any], Any]) -> _Client:
     client._transport = wrap(client._transport)
     client._mounts = {
         pattern: None if inner is None else wrap(inner) for pattern, inner in client._mounts.items()
@@ -120,28 +125,47 @@ class CallBoundedTransport(httpx.AsyncBaseTransport):
         await self._inner.aclose()
 
 
+class CallBoundedSyncTransport(httpx.BaseTransport):
+    """`CallBoundedTransport` for a synchronous client: litellm reaches some providers
+    only with one, in a thread of the calling coroutine's context (so `call_limit`)."""
+
+    def __init__(self, inner: httpx.BaseTransport) -> None:
+        self._inner = inner
+
+    def handle_request(self, request: httpx.Request) -> httpx.Response:
+        bounded = BoundedSyncTransport(_call_limit.get(), label=LABEL, inner=self._inner)
+        return bounded.handle_request(request)
+
+    def close(self) -> None:
+        self._inner.close()
+
+
 _HOOKED = "__tau_bounded__"
 
 
 def bound_litellm_clients(module: Any) -> None:
-    """Bound (`bound_to_calls`) every async httpx client litellm builds for itself, from
-    now on: those of its `AsyncHTTPHandler` (`create_client`: every provider litellm
-    reaches with its own HTTP handler, through `get_async_httpx_client`) and of its OpenAI
-    SDK route (`BaseOpenAILLM._get_async_http_client`: OpenAI with
-    `EXPERIMENTAL_OPENAI_BASE_LLM_HTTP_HANDLER=False`, Azure...). Idempotent.
+    """Bound (`bound_to_calls`) every httpx client litellm builds for itself, from now
+    on: those of its `AsyncHTTPHandler` and `HTTPHandler` (`create_client`: every provider
+    litellm reaches with its own HTTP handler, through `get_async_httpx_client`, or with
+    the synchronous one in a thread - Maritalk, Replicate, Hugging Face...) and of its
+    OpenAI SDK route (`BaseOpenAILLM._get_async_http_client` and `_get_sync_http_client`:
+    OpenAI with `EXPERIMENTAL_OPENAI_BASE_LLM_HTTP_HANDLER=False`, Azure...). Idempotent.
 
-    Why wrap these two builders: litellm has no hook of its own for its clients'
-    transport (`litellm.aclient_session` is one client, for the OpenAI SDK route only).
-    A caller's client (`client=`, `litellm.aclient_session`) is left as it was built.
-    When litellm no longer has either builder, a warning says so (and the tests fail)."""
+    Why wrap these builders: litellm has no hook of its own for its clients' transport
+    (`litellm.aclient_session` and `client_session` are one client each, for the OpenAI
+    SDK route only). A caller's client (`client=`, `litellm.aclient_session`,
+    `litellm.client_session`) is left as it was built. When litellm no longer has one of
+    the builders, a warning says so (and the tests fail)."""
     try:
-        from litellm.llms.custom_httpx.http_handler import AsyncHTTPHandler
+        from litellm.llms.custom_httpx.http_handler import AsyncHTTPHandler, HTTPHandler
         from litellm.llms.openai.common_utils import BaseOpenAILLM
     except ImportError as exc:
         _unhooked(str(exc))
         return
     _hook(module, AsyncHTTPHandler, "create_client", static=False)
+    _hook(module, HTTPHandler, "create_client", static=False)
     _hook(module, BaseOpenAILLM, "_get_async_http_client", static=True)
+    _hook(module, BaseOpenAILLM, "_get_sync_http_client", static=True)
 
 
 def _hook(module: Any, owner: type, name: str, *, static: bool) -> None:
@@ -161,7 +185,8 @@ def _hook(module: Any, owner: type, name: str, *, static: bool) -> None:
     @functools.wraps(build)
     def bounded_build(*args: Any, **kwargs: Any) -> Any:
         client = build(*args, **kwargs)
-        if isinstance(client, httpx.AsyncClient) and client is not module.aclient_session:
+        callers = (module.aclient_session, module.client_session)  # theirs, as built
+        if isinstance(client, httpx.AsyncClient | httpx.Client) and client not in callers:
             bound_to_calls(client)
         return client
 

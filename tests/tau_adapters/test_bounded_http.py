@@ -9,7 +9,7 @@ import zlib
 import httpx
 import pytest
 
-from tau_adapters.bounded_http import BodyTooLarge, BoundedTransport
+from tau_adapters.bounded_http import BodyTooLarge, BoundedSyncTransport, BoundedTransport
 from tau_adapters.protocol import AdapterProtocolError
 
 LIMIT = 64 * 1024
@@ -97,3 +97,60 @@ async def test_undecodable_and_unknown_encodings_are_protocol_errors() -> None:
     client, _ = _client(b"....", Content_Encoding="br")
     with pytest.raises(AdapterProtocolError, match="unsupported Content-Encoding 'br'"):
         await client.get("http://bot.test/chat?token=s3cret")
+
+
+# -- the same bounds on a synchronous client (`BoundedSyncTransport`) ----------------------
+
+
+class _SyncChunks(httpx.SyncByteStream):
+    def __init__(self, pieces: list[bytes]) -> None:
+        self.pieces = pieces
+
+    def __iter__(self):  # type: ignore[no-untyped-def]
+        yield from self.pieces
+
+
+def _sync_client(body: bytes, *, chunk: int = 64 * 1024, **headers: str) -> httpx.Client:
+    def answer(request: httpx.Request) -> httpx.Response:
+        assert request.headers["accept-encoding"] == "deflate, gzip"
+        pieces = [body[i : i + chunk] for i in range(0, len(body), chunk)]
+        return httpx.Response(
+            200,
+            headers={k.replace("_", "-"): v for k, v in headers.items()},
+            stream=_SyncChunks(pieces),
+        )
+
+    transport = BoundedSyncTransport(LIMIT, label="bot", inner=httpx.MockTransport(answer))
+    return httpx.Client(transport=transport)
+
+
+def test_a_sync_client_stops_a_compression_bomb_at_the_limit() -> None:
+    sizes: list[int] = []
+    with (
+        _sync_client(BOMB, Content_Encoding="gzip") as client,
+        pytest.raises(BodyTooLarge, match=r"bot: the answer from http://bot.test/chat is larger"),
+        client.stream("GET", "http://bot.test/chat?token=s3cret") as response,
+    ):
+        sizes.extend(len(chunk) for chunk in response.iter_bytes())
+    assert max(sizes, default=0) <= LIMIT + 1
+
+
+def test_a_sync_client_decodes_and_bounds_as_the_async_one() -> None:
+    text = b'{"reply": "' + b"hello " * 5000 + b'"}'
+    with _sync_client(gzip.compress(text), chunk=7, Content_Encoding="gzip") as client:
+        response = client.get("http://bot.test/chat")
+    assert response.content == text and "content-encoding" not in response.headers
+    with _sync_client(b"x" * LIMIT) as client:
+        assert len(client.get("http://bot.test/chat").content) == LIMIT
+    with _sync_client(b"x" * (LIMIT + 1), chunk=1000) as client, pytest.raises(BodyTooLarge):
+        client.get("http://bot.test/chat")
+    with (
+        _sync_client(b"{}", Content_Length=str(LIMIT + 1)) as client,
+        pytest.raises(BodyTooLarge),
+    ):
+        client.get("http://bot.test/chat")
+    with (
+        _sync_client(b"....", Content_Encoding="br") as client,
+        pytest.raises(AdapterProtocolError, match="unsupported Content-Encoding 'br'"),
+    ):
+        client.get("http://bot.test/chat?token=s3cret")

@@ -1,5 +1,6 @@
 """Replies litellm reads with HTTP clients it builds itself (every provider but the pooled
-OpenAI, Anthropic and Gemini ones; the OpenAI SDK route) are bounded by the call's
+OpenAI, Anthropic and Gemini ones, with its async or its sync clients; the OpenAI SDK
+route) are bounded by the call's
 `max_response_bytes` like the others: the same typed error, the read stopped early, a
 compression bomb never decoded, against a real server on 127.0.0.1."""
 
@@ -27,6 +28,7 @@ from tau_bench.llm import (
 from tau_bench.llm.retry import RetryPolicy
 from tau_bench.llm.runtime import litellm
 from tau_bench.llm.wire import (
+    CallBoundedSyncTransport,
     CallBoundedTransport,
     _hook,
     bound_litellm_clients,
@@ -53,6 +55,8 @@ ROUTES = {
     "ollama_chat": "ollama_chat/llama3",
     # the OpenAI SDK route, on `BaseOpenAILLM._get_async_http_client`
     "openai-sdk": "openai/gpt-4o-mini",
+    # a provider litellm reaches only with its synchronous `HTTPHandler`, in a thread
+    "maritalk-sync": "maritalk/sabia-3",
 }
 
 
@@ -183,11 +187,32 @@ async def test_litellm_builds_its_clients_through_the_bounded_builders() -> None
         if sdk_client is not None:
             await sdk_client.aclose()
     with warnings.catch_warnings():
-        warnings.simplefilter("error")  # both builders are still there
+        warnings.simplefilter("error")  # every builder is still there
         bound_litellm_clients(module)  # and hooking twice changes nothing
     rebuilt = BaseOpenAILLM.get_async_http_client()
     assert rebuilt is not None and isinstance(rebuilt._transport, CallBoundedTransport)
     await rebuilt.aclose()
+
+
+def test_litellm_builds_its_sync_clients_through_the_bounded_builders() -> None:
+    """Fails when litellm stops building its synchronous clients where the bound is put."""
+    litellm()
+    from litellm.llms.custom_httpx.http_handler import HTTPHandler
+    from litellm.llms.openai.common_utils import BaseOpenAILLM
+
+    handler = HTTPHandler()
+    sdk_client = BaseOpenAILLM._get_sync_http_client()
+    try:
+        for client in (handler.client, sdk_client):
+            assert isinstance(client, httpx.Client), client
+            assert isinstance(client._transport, CallBoundedSyncTransport), client._transport
+            assert all(
+                isinstance(t, CallBoundedSyncTransport) for t in client._mounts.values() if t
+            )
+    finally:
+        handler.close()
+        if sdk_client is not None:
+            sdk_client.close()
 
 
 async def test_a_client_of_the_callers_own_is_left_as_built(
@@ -197,12 +222,17 @@ async def test_a_client_of_the_callers_own_is_left_as_built(
     from litellm.llms.openai.common_utils import BaseOpenAILLM
 
     own = httpx.AsyncClient()
+    own_sync = httpx.Client()
     monkeypatch.setattr(module, "aclient_session", own)
+    monkeypatch.setattr(module, "client_session", own_sync)
     try:
         assert BaseOpenAILLM.get_async_http_client() is own
         assert not isinstance(own._transport, CallBoundedTransport)
+        assert BaseOpenAILLM._get_sync_http_client() is own_sync
+        assert not isinstance(own_sync._transport, CallBoundedSyncTransport)
     finally:
         await own.aclose()
+        own_sync.close()
 
 
 def test_a_builder_litellm_no_longer_has_is_a_warning_not_silence() -> None:
