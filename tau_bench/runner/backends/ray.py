@@ -98,7 +98,9 @@ def ray_module() -> Any:
 def reach(address: str, deadline: float = CONNECT_DEADLINE) -> None:
     """ConnectionError naming the host and port when nothing there accepts a connection
     within `deadline`; `auto` is `RAY_ADDRESS`, else the cluster Ray recorded on this
-    machine, as `ray.init` reads them."""
+    machine, as `ray.init` reads them. A GCS address given explicitly is also asked for
+    its cluster (`check_gcs`): one that refuses this process's token, or does not answer
+    as a GCS, is one line now rather than Ray's minute of retries."""
     if address == "local":
         return
     if address == "auto":  # as `ray.init` reads it
@@ -122,6 +124,56 @@ def reach(address: str, deadline: float = CONNECT_DEADLINE) -> None:
         raise ConnectionError(
             f"nothing accepts connections at {host}:{port} ({why}; waited at most {deadline:g} s)"
         ) from None
+    # `auto` left as it is finds a cluster of this machine, whose token Ray uses by
+    # itself when it has one; an explicit address gets a token only when asked for
+    # (`RAY_AUTH_MODE=token`), as `ray.init` does.
+    if address != "auto" and not address.startswith("ray://"):
+        check_gcs(f"{host}:{port}", deadline)
+
+
+def check_gcs(gcs: str, deadline: float = CONNECT_DEADLINE) -> None:
+    """ConnectionError when the GCS at `gcs` refuses this process's credentials (a
+    cluster with token authentication, Ray's default since 2.59 for clusters started on
+    one machine: `ray.init` then retries for ~50 s, printing a native warning a second,
+    and says only `Failed to connect`), or does not give its cluster's id within
+    `deadline` (something else listens there: Ray waits ~40 s an attempt)."""
+    from ray._raylet import GcsClient  # type: ignore[attr-defined]
+    from ray.exceptions import AuthenticationError
+
+    outcome: list[Exception | None] = []
+
+    def ask() -> None:
+        try:
+            GcsClient(address=gcs)  # asks the GCS for the cluster's id, with the token
+            outcome.append(None)
+        except Exception as exc:  # handed to the caller
+            outcome.append(exc)
+
+    asker = threading.Thread(target=ask, name="tau-ray-gcs-check", daemon=True)
+    asker.start()
+    asker.join(deadline)  # native and not cancellable: left to end on its own
+    if not outcome:
+        raise ConnectionError(
+            f"{gcs} accepts connections but does not answer as a Ray cluster's GCS "
+            f"(waited at most {deadline:g} s)"
+        )
+    failure = outcome[0]
+    if isinstance(failure, AuthenticationError):
+        where = "RAY_AUTH_TOKEN, RAY_AUTH_TOKEN_PATH or ~/.ray/auth_token"
+        if os.environ.get("RAY_AUTH_MODE", "").strip().lower() != "token":
+            raise ConnectionError(
+                f"the Ray cluster at {gcs} requires token authentication: set "
+                f"RAY_AUTH_MODE=token, with the cluster's token in {where} "
+                "(`ray get-auth-token` on its head node prints it)"
+            )
+        raise ConnectionError(
+            f"the Ray cluster at {gcs} refused this machine's token ({where}): use the "
+            "one of its head node (`ray get-auth-token` there)"
+        )
+    if failure is not None:
+        raise ConnectionError(
+            f"{gcs} does not answer as a Ray cluster's GCS: {first_line(failure)}"
+        )
 
 
 def start_ray(address: str | None, workers: int, runs: int = 1) -> bool:

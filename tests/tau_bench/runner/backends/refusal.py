@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import subprocess
 import sys
+from collections.abc import Mapping
 from pathlib import Path
 
 from tests.conftest import DATA_DIR
@@ -12,9 +13,9 @@ TAU = Path(sys.executable).parent / "tau"
 DEADLINE = 120.0  # the subprocess: Python's and Ray's imports on a loaded machine
 
 
-def tau_run_refusal(tmp_path: Path, *flags: str) -> str:
-    """The one `error:` line of `tau run ... FLAGS`, after checking it exited with 2,
-    printed no traceback and wrote nothing."""
+def tau_run_refusal(tmp_path: Path, *flags: str, env: Mapping[str, str] | None = None) -> str:
+    """The one `error:` line of `tau run ... FLAGS` (in `env`, else this process's),
+    after checking it exited with 2, printed no traceback and wrote nothing."""
     log_dir = tmp_path / "results"
     done = subprocess.run(
         [
@@ -38,6 +39,7 @@ def tau_run_refusal(tmp_path: Path, *flags: str) -> str:
         text=True,
         timeout=DEADLINE,
         check=False,
+        env=env,
     )
     assert done.returncode == 2, done.stderr
     assert "Traceback" not in done.stderr
