@@ -98,9 +98,10 @@ def ray_module() -> Any:
 def reach(address: str, deadline: float = CONNECT_DEADLINE) -> None:
     """ConnectionError naming the host and port when nothing there accepts a connection
     within `deadline`; `auto` is `RAY_ADDRESS`, else the cluster Ray recorded on this
-    machine, as `ray.init` reads them. A GCS address given explicitly is also asked for
-    its cluster (`check_gcs`): one that refuses this process's token, or does not answer
-    as a GCS, is one line now rather than Ray's minute of retries."""
+    machine, as `ray.init` reads them. A GCS address given explicitly is then asked for
+    its cluster (`check_gcs`), a Ray Client address pinged (`check_client`): one that
+    refuses this process's token, or where something else listens, is one line now
+    rather than Ray's half-minute or more of retries."""
     if address == "local":
         return
     if address == "auto":  # as `ray.init` reads it
@@ -127,7 +128,9 @@ def reach(address: str, deadline: float = CONNECT_DEADLINE) -> None:
     # `auto` left as it is finds a cluster of this machine, whose token Ray uses by
     # itself when it has one; an explicit address gets a token only when asked for
     # (`RAY_AUTH_MODE=token`), as `ray.init` does.
-    if address != "auto" and not address.startswith("ray://"):
+    if address.startswith("ray://"):
+        check_client(f"{host}:{port}", deadline)
+    elif address != "auto":
         check_gcs(f"{host}:{port}", deadline)
 
 
@@ -159,21 +162,57 @@ def check_gcs(gcs: str, deadline: float = CONNECT_DEADLINE) -> None:
         )
     failure = outcome[0]
     if isinstance(failure, AuthenticationError):
-        where = "RAY_AUTH_TOKEN, RAY_AUTH_TOKEN_PATH or ~/.ray/auth_token"
-        if os.environ.get("RAY_AUTH_MODE", "").strip().lower() != "token":
-            raise ConnectionError(
-                f"the Ray cluster at {gcs} requires token authentication: set "
-                f"RAY_AUTH_MODE=token, with the cluster's token in {where} "
-                "(`ray get-auth-token` on its head node prints it)"
-            )
-        raise ConnectionError(
-            f"the Ray cluster at {gcs} refused this machine's token ({where}): use the "
-            "one of its head node (`ray get-auth-token` there)"
-        )
+        raise token_refused(gcs)
     if failure is not None:
         raise ConnectionError(
             f"{gcs} does not answer as a Ray cluster's GCS: {first_line(failure)}"
         )
+
+
+def check_client(server: str, deadline: float = CONNECT_DEADLINE) -> None:
+    """ConnectionError when the Ray Client server at `server` refuses this process's
+    credentials, or something else listens there (`ray.init("ray://...")` then tries for
+    ~30 s and says `ray client connection timeout`). Asked as Ray's client asks it (a
+    ping, with the token when `RAY_AUTH_MODE=token`)."""
+    import grpc
+    from ray._private.grpc_utils import init_grpc_channel
+    from ray.core.generated import ray_client_pb2, ray_client_pb2_grpc
+
+    channel = init_grpc_channel(server, asynchronous=False)
+    try:
+        ping = ray_client_pb2.ClusterInfoRequest(type=ray_client_pb2.ClusterInfoType.PING)  # type: ignore[attr-defined]
+        ray_client_pb2_grpc.RayletDriverStub(channel).ClusterInfo(ping, timeout=deadline)
+    except grpc.RpcError as exc:
+        code = exc.code()
+        if code == grpc.StatusCode.UNAUTHENTICATED:
+            raise token_refused(f"ray://{server}") from None
+        if code in (
+            grpc.StatusCode.UNAVAILABLE,
+            grpc.StatusCode.UNIMPLEMENTED,
+            grpc.StatusCode.DEADLINE_EXCEEDED,
+        ):
+            raise ConnectionError(
+                f"{server} accepts connections but does not answer as a Ray Client server "
+                f"({code.name}; waited at most {deadline:g} s)"
+            ) from None
+        # anything else is Ray's to judge, as it will when it connects
+    finally:
+        channel.close()
+
+
+def token_refused(cluster: str) -> ConnectionError:
+    """The error of a cluster that refused this process's token (or its lack of one)."""
+    where = "RAY_AUTH_TOKEN, RAY_AUTH_TOKEN_PATH or ~/.ray/auth_token"
+    if os.environ.get("RAY_AUTH_MODE", "").strip().lower() != "token":
+        return ConnectionError(
+            f"the Ray cluster at {cluster} requires token authentication: set "
+            f"RAY_AUTH_MODE=token, with the cluster's token in {where} "
+            "(`ray get-auth-token` on its head node prints it)"
+        )
+    return ConnectionError(
+        f"the Ray cluster at {cluster} refused this machine's token ({where}): use the "
+        "one of its head node (`ray get-auth-token` there)"
+    )
 
 
 def start_ray(address: str | None, workers: int, runs: int = 1) -> bool:

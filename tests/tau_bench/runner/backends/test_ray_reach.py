@@ -1,5 +1,5 @@
 """Joining a cluster fails within seconds, naming where, when nothing listens at the
-address: Ray's own wait is 20 attempts of ~40 s each."""
+address (Ray's own wait is 20 attempts of ~40 s each), or something other than Ray does."""
 
 from __future__ import annotations
 
@@ -27,11 +27,18 @@ def test_a_closed_port_is_refused_naming_it() -> None:
         reach(f"ray://127.0.0.1:{port}", deadline=5.0)
 
 
-def test_a_listening_port_passes() -> None:
+def test_a_port_where_no_ray_client_server_answers_is_refused() -> None:
+    # Ray's client would try for ~30 s, then say `ray client connection timeout`.
     with socket.socket() as server:
         server.bind(("127.0.0.1", 0))
         server.listen()
-        reach(f"ray://127.0.0.1:{server.getsockname()[1]}", deadline=5.0)
+        port = server.getsockname()[1]
+        with pytest.raises(
+            ConnectionError,
+            match=rf"127\.0\.0\.1:{port} accepts connections but does not answer as a Ray "
+            r"Client server \((UNAVAILABLE|DEADLINE_EXCEEDED); waited at most 2 s\)",
+        ):
+            reach(f"ray://127.0.0.1:{port}", deadline=2.0)
 
 
 def test_a_gcs_address_is_probed_where_ray_dials() -> None:

@@ -1,8 +1,8 @@
 """A cluster with Ray's token authentication (the default of `ray start --head` since Ray
 2.59 when a token exists): joining it by address without the token, or with a wrong one,
 is one line naming the fix within seconds (Ray's own `ray.init` retries for ~50 s,
-printing a native warning a second, then says only `Failed to connect`); with the token
-the run goes on. The cluster is a real `ray start --head --block` of one CPU, stopped with
+printing a native warning a second, then says only `Failed to connect`; by Ray Client,
+~30 s and `ray client connection timeout`); with the token the run goes on. The cluster is a real `ray start --head --block` of one CPU, stopped with
 Ctrl-C as a user would."""
 
 from __future__ import annotations
@@ -41,11 +41,12 @@ def clean_env(**extra: str) -> dict[str, str]:
 
 
 @pytest.fixture(scope="module")
-def cluster() -> Iterator[tuple[str, str]]:
-    """(the head's GCS address, its token)."""
+def cluster() -> Iterator[dict[str, str]]:
+    """The head's addresses (`gcs`, and `client` for Ray Client) and its `token`."""
     token = secrets.token_hex(16)
-    port = free_port()
+    port, client_port = free_port(), free_port()
     argv = [str(RAY), "start", "--head", "--block", "--port", str(port), "--num-cpus", "1"]
+    argv += ["--ray-client-server-port", str(client_port)]
     argv += ["--include-dashboard", "false", "--disable-usage-stats"]
     env = clean_env(RAY_AUTH_MODE="token", RAY_AUTH_TOKEN=token, TAU_BENCH_DATA=str(DATA_DIR))
     head = subprocess.Popen(argv, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
@@ -61,7 +62,13 @@ def cluster() -> Iterator[tuple[str, str]]:
     try:
         while b"block forever" not in b"".join(seen):
             seen.append(lines.get(timeout=DEADLINE))  # queue.Empty if it never starts
-        yield f"127.0.0.1:{port}", token
+        # the Ray Client server comes up a moment later
+        socket.create_connection(("127.0.0.1", client_port), timeout=DEADLINE).close()
+        yield {
+            "gcs": f"127.0.0.1:{port}",
+            "client": f"ray://127.0.0.1:{client_port}",
+            "token": token,
+        }
     finally:
         head.send_signal(signal.SIGINT)  # `--block` stops every Ray process on Ctrl-C
         try:
@@ -71,18 +78,20 @@ def cluster() -> Iterator[tuple[str, str]]:
             reader.join(timeout=DEADLINE)
 
 
-def test_no_token_is_one_line_saying_what_to_set(cluster: tuple[str, str], tmp_path: Path) -> None:
-    address, _ = cluster
+@pytest.fixture(params=["gcs", "client"])
+def address(request: pytest.FixtureRequest, cluster: dict[str, str]) -> str:
+    """Each test joining by the head's GCS address, then by Ray Client."""
+    return cluster[str(request.param)]
+
+
+def test_no_token_is_one_line_saying_what_to_set(address: str, tmp_path: Path) -> None:
     line = tau_run_refusal(tmp_path, "--ray-address", address, env=clean_env())
     assert line.startswith(f"error: --backend ray: cannot start or reach {address}: ")
     assert "requires token authentication: set RAY_AUTH_MODE=token, with the cluster's " in line
     assert "token in RAY_AUTH_TOKEN, RAY_AUTH_TOKEN_PATH or ~/.ray/auth_token" in line
 
 
-def test_a_wrong_token_is_one_line_without_the_token(
-    cluster: tuple[str, str], tmp_path: Path
-) -> None:
-    address, _ = cluster
+def test_a_wrong_token_is_one_line_without_the_token(address: str, tmp_path: Path) -> None:
     wrong = secrets.token_hex(16)
     env = clean_env(RAY_AUTH_MODE="token", RAY_AUTH_TOKEN=wrong)
     line = tau_run_refusal(tmp_path, "--ray-address", address, env=env)
@@ -90,12 +99,13 @@ def test_a_wrong_token_is_one_line_without_the_token(
     assert wrong not in line
 
 
-def test_with_its_token_the_run_goes_on(cluster: tuple[str, str], tmp_path: Path) -> None:
-    address, token = cluster
+def test_with_its_token_the_run_goes_on(
+    address: str, cluster: dict[str, str], tmp_path: Path
+) -> None:
     argv = [str(TAU), "run", "--env", "airline", "--agent-strategy", "oracle"]
     argv += ["--user-strategy", "scripted", "--task-ids", "0", "1", "--ray-address", address]
     argv += ["--data-dir", str(DATA_DIR), "--log-dir", str(tmp_path / "results"), "--quiet"]
-    env = clean_env(RAY_AUTH_MODE="token", RAY_AUTH_TOKEN=token)
+    env = clean_env(RAY_AUTH_MODE="token", RAY_AUTH_TOKEN=cluster["token"])
     done = subprocess.run(argv, env=env, capture_output=True, text=True, timeout=DEADLINE)
     assert done.returncode == 0, done.stderr[-3000:]
     assert len(list((tmp_path / "results").glob("*.jsonl"))) == 1
