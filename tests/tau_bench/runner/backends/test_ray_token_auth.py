@@ -15,6 +15,7 @@ import socket
 import subprocess
 import sys
 import threading
+import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -40,6 +41,19 @@ def clean_env(**extra: str) -> dict[str, str]:
     return {**env, "LITELLM_LOCAL_MODEL_COST_MAP": "True", **extra}
 
 
+def accepting(port: int) -> None:
+    """Return once 127.0.0.1:`port` accepts a connection; fail after `DEADLINE`."""
+    end = time.monotonic() + DEADLINE
+    while True:
+        try:
+            socket.create_connection(("127.0.0.1", port), timeout=DEADLINE).close()
+            return
+        except ConnectionRefusedError:
+            if time.monotonic() > end:
+                raise
+            time.sleep(0.1)  # a poll of a condition, bounded by DEADLINE
+
+
 @pytest.fixture(scope="module")
 def cluster() -> Iterator[dict[str, str]]:
     """The head's addresses (`gcs`, and `client` for Ray Client) and its `token`."""
@@ -62,8 +76,7 @@ def cluster() -> Iterator[dict[str, str]]:
     try:
         while b"block forever" not in b"".join(seen):
             seen.append(lines.get(timeout=DEADLINE))  # queue.Empty if it never starts
-        # the Ray Client server comes up a moment later
-        socket.create_connection(("127.0.0.1", client_port), timeout=DEADLINE).close()
+        accepting(client_port)  # the Ray Client server comes up a moment later
         yield {
             "gcs": f"127.0.0.1:{port}",
             "client": f"ray://127.0.0.1:{client_port}",
