@@ -230,6 +230,8 @@ def start_ray(address: str | None, workers: int, runs: int = 1) -> bool:
     }
     if address and address != "local":
         reach(address)
+        if "://" in address:
+            _quiet_client_server_notice()
         with _keeping_sigterm():
             ray.init(address=address, **common)
     else:
@@ -237,6 +239,23 @@ def start_ray(address: str | None, workers: int, runs: int = 1) -> bool:
         with _keeping_sigterm():
             ray.init(address="local", num_cpus=max(1, workers) * max(1, runs), **common)
     return True
+
+
+SERVER_NOTICE = "SIGTERM handler is not set because current thread is not the main thread"
+"""What the Ray Client server logs on every connection (it starts the session's Ray in
+a thread), and the client prints on this process's stderr: not this run's concern."""
+
+
+class _DropServerNotice(logging.Filter):
+    def filter(self, record: logging.LogRecord) -> bool:
+        return not record.getMessage().startswith(SERVER_NOTICE)
+
+
+def _quiet_client_server_notice() -> None:
+    """Keep `SERVER_NOTICE` off stderr; every other line the server sends still shows."""
+    streamed = logging.getLogger("ray.util.client.logsclient")
+    if not any(isinstance(f, _DropServerNotice) for f in streamed.filters):
+        streamed.addFilter(_DropServerNotice())
 
 
 @contextlib.contextmanager

@@ -2,11 +2,13 @@
 2.59 when a token exists): joining it by address without the token, or with a wrong one,
 is one line naming the fix within seconds (Ray's own `ray.init` retries for ~50 s,
 printing a native warning a second, then says only `Failed to connect`; by Ray Client,
-~30 s and `ray client connection timeout`); with the token the run goes on. The cluster is a real `ray start --head --block` of one CPU, stopped with
-Ctrl-C as a user would."""
+~30 s and `ray client connection timeout`); with the token the run goes on, and a driver killed with SIGKILL takes its workers on
+the cluster with it. The cluster is a real `ray start --head --block` of one CPU,
+stopped with Ctrl-C as a user would."""
 
 from __future__ import annotations
 
+import json
 import os
 import queue
 import secrets
@@ -19,8 +21,11 @@ import time
 from collections.abc import Iterator
 from pathlib import Path
 
+import psutil
 import pytest
 
+from tau_bench.benchmarks.runner.replies import respond as scripted_model
+from tau_bench.fakes.openai_server import OpenAIServer
 from tests.conftest import DATA_DIR
 from tests.tau_bench.runner.backends.refusal import DEADLINE, TAU, tau_run_refusal
 
@@ -56,7 +61,8 @@ def accepting(port: int) -> None:
 
 @pytest.fixture(scope="module")
 def cluster() -> Iterator[dict[str, str]]:
-    """The head's addresses (`gcs`, and `client` for Ray Client) and its `token`."""
+    """The head's addresses (`gcs`, and `client` for Ray Client), its `token` and the
+    `pid` of `ray start`, whose descendants are the cluster's processes."""
     token = secrets.token_hex(16)
     port, client_port = free_port(), free_port()
     argv = [str(RAY), "start", "--head", "--block", "--port", str(port), "--num-cpus", "1"]
@@ -81,6 +87,7 @@ def cluster() -> Iterator[dict[str, str]]:
             "gcs": f"127.0.0.1:{port}",
             "client": f"ray://127.0.0.1:{client_port}",
             "token": token,
+            "pid": str(head.pid),
         }
     finally:
         head.send_signal(signal.SIGINT)  # `--block` stops every Ray process on Ctrl-C
@@ -122,6 +129,55 @@ def test_with_its_token_the_run_goes_on(
     done = subprocess.run(argv, env=env, capture_output=True, text=True, timeout=DEADLINE)
     assert done.returncode == 0, done.stderr[-3000:]
     assert len(list((tmp_path / "results").glob("*.jsonl"))) == 1
+    # The Ray Client server's notice about its own threads is not the run's output.
+    assert "SIGTERM handler" not in done.stderr + done.stdout
+
+
+def episodes_in(log: Path) -> int:
+    lines = log.read_text().splitlines() if log.exists() else []
+    return sum(json.loads(line).get("type") == "episode" for line in lines if line.strip())
+
+
+def test_a_killed_driver_takes_its_workers_on_the_cluster_with_it(
+    address: str, cluster: dict[str, str], tmp_path: Path
+) -> None:
+    """By GCS address the actors belong to the driver's job; by Ray Client to the
+    session the head's client server holds for the driver. Either way they go when the
+    driver does, and nothing calls the model any more."""
+    log = tmp_path / "results" / "run.jsonl"
+    env = clean_env(RAY_AUTH_MODE="token", RAY_AUTH_TOKEN=cluster["token"])
+    with OpenAIServer(scripted_model, latency=0.3) as server:
+        argv = [str(TAU), "run", "--env", "airline", "--agent-strategy", "tool-calling"]
+        argv += ["--model", "openai/gpt-4o-mini", "--api-base", server.base_url]
+        argv += ["--user-strategy", "llm", "--user-model", "openai/gpt-4o-mini"]
+        argv += ["--user-api-base", server.base_url, "--task-ids", *map(str, range(10))]
+        argv += ["--max-concurrency", "4", "--ray-address", address, "--run-name", "run"]
+        argv += ["--data-dir", str(DATA_DIR), "--log-dir", str(log.parent), "--quiet"]
+        driver = subprocess.Popen(argv, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+        try:
+            end = time.monotonic() + DEADLINE
+            while episodes_in(log) < 1:
+                assert driver.poll() is None, driver.communicate()[1][-3000:]
+                assert time.monotonic() < end, "no episode finished"
+                time.sleep(0.05)  # a poll of the log, bounded by DEADLINE
+            head = psutil.Process(int(cluster["pid"]))
+            workers = [
+                p for p in head.children(recursive=True) if "EpisodeWorker" in " ".join(p.cmdline())
+            ]
+            assert workers, "the run's worker is not among the cluster's processes"
+            driver.kill()
+            driver.wait(timeout=DEADLINE)
+            _, alive = psutil.wait_procs(workers, timeout=DEADLINE)
+            assert alive == [], [" ".join(p.cmdline())[:120] for p in alive]
+            calls = server.stats()["requests"]
+            # The next run on the cluster is placed (the killed one's CPU is free again)
+            # and completes; meanwhile no request of the killed run arrives.
+            test_with_its_token_the_run_goes_on(address, cluster, tmp_path / "next")
+        finally:
+            if driver.poll() is None:
+                driver.kill()
+        assert episodes_in(log) < 10  # it was killed mid-run
+        assert server.stats()["requests"] == calls
 
 
 def test_something_else_listening_is_refused_within_the_deadline(tmp_path: Path) -> None:
