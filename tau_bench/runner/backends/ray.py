@@ -59,6 +59,9 @@ STOP_DEADLINE = 30.0
 """Seconds workers get to release their agents and clients at the end of a run, and
 cancelled episodes get to end when the circuit breaker stops a run."""
 
+PLACING_NOTICE = 10.0
+"""Seconds after which workers still waiting to be placed get a warning (`ready`)."""
+
 CONNECT_DEADLINE = 10.0
 """Seconds a cluster's address gets to accept a connection before the run is refused:
 Ray's own wait for a GCS that is not there is 20 attempts of ~40 s."""
@@ -66,6 +69,29 @@ Ray's own wait for a GCS that is not there is 20 attempts of ~40 s."""
 Store = Callable[[dict[str, Any], bytes], bool]
 """Takes a finished episode's record data and its log line; True when the run must
 stop (breaker)."""
+
+
+_log = logging.getLogger(__name__)
+
+
+async def all_results(futures: list[asyncio.Future[Any]], seconds: float) -> list[Any]:
+    """The futures' results in order; the first exception among them as soon as one
+    fails; TimeoutError once `seconds` pass. Those still pending when it returns, raises
+    or is cancelled are cancelled. Not `wait_for(gather(...))`: cancelled (Ctrl-C while
+    the workers wait to be placed), that leaves a gathering future which logs
+    `exception was never retrieved` at exit."""
+    try:
+        await asyncio.wait(futures, timeout=seconds, return_when=asyncio.FIRST_EXCEPTION)
+        failed = [f.exception() for f in futures if f.done() and not f.cancelled()]
+        first = next((exc for exc in failed if exc is not None), None)
+        if first is not None:  # every exception retrieved above: none is logged at exit
+            raise first
+        if not all(f.done() for f in futures):
+            raise TimeoutError
+        return [f.result() for f in futures]
+    finally:
+        for f in futures:
+            f.cancel()
 
 
 def first_line(exc: BaseException) -> str:
@@ -400,11 +426,16 @@ class RayBackend:
     async def ready(self) -> None:
         """Wait until every worker is placed and started, or raise RuntimeError after
         `START_DEADLINE`, leaving nothing running. The event loop goes on meanwhile:
-        `tau serve` answers its requests while a run's workers wait for CPUs."""
+        `tau serve` answers its requests while a run's workers wait for CPUs. Workers
+        still unplaced after `PLACING_NOTICE` seconds get one warning saying so (a busy
+        cluster, or one waiting for its autoscaler, would otherwise look hung)."""
         ray = ray_module()
         started = [asyncio.wrap_future(a.pid.remote().future()) for a in self.actors]
+        notice = asyncio.get_running_loop().call_later(
+            PLACING_NOTICE, self._say_unplaced, ray, started
+        )
         try:
-            await asyncio.wait_for(asyncio.gather(*started), START_DEADLINE)
+            await all_results(started, START_DEADLINE)
         except BaseException as exc:
             self._kill_all(ray)
             self._leave()
@@ -414,6 +445,24 @@ class RayBackend:
                     f"{START_DEADLINE:.0f} s (fewer CPUs in the cluster?)"
                 ) from None
             raise
+        finally:
+            notice.cancel()
+
+    def _say_unplaced(self, ray: Any, started: list[asyncio.Future[Any]]) -> None:
+        unplaced = sum(not f.done() for f in started)
+        if not unplaced:
+            return
+        cpus = ""
+        with contextlib.suppress(Exception):
+            cpus = f"; the cluster has {ray.cluster_resources().get('CPU', 0):g} CPUs"
+        _log.warning(
+            "waiting for the cluster to place %d of %d workers (1 CPU each%s); the run "
+            "gives up %.0f s after it started them",
+            unplaced,
+            len(started),
+            cpus,
+            START_DEADLINE,
+        )
 
     def _leave(self) -> None:
         if self._joined:
@@ -549,11 +598,7 @@ class RayBackend:
         if graceful and self.actors:
             refs = [a.close.remote() for a in self.actors]
             with contextlib.suppress(Exception):
-                self.worker_stats = list(
-                    await asyncio.wait_for(
-                        asyncio.gather(*(asyncio.wrap_future(r.future()) for r in refs)),
-                        STOP_DEADLINE,
-                    )
-                )
+                closing = [asyncio.wrap_future(r.future()) for r in refs]
+                self.worker_stats = await all_results(closing, STOP_DEADLINE)
         self._kill_all(ray)
         self._leave()

@@ -2,8 +2,8 @@
 2.59 when a token exists): joining it by address without the token, or with a wrong one,
 is one line naming the fix within seconds (Ray's own `ray.init` retries for ~50 s,
 printing a native warning a second, then says only `Failed to connect`; by Ray Client,
-~30 s and `ray client connection timeout`); with the token the run goes on, and a driver killed with SIGKILL takes its workers on
-the cluster with it. The cluster is a real `ray start --head --block` of one CPU,
+~30 s and `ray client connection timeout`); with the token the run goes on, a run waiting for CPUs says so and stops cleanly on
+Ctrl-C, and a driver killed with SIGKILL takes its workers on the cluster with it. The cluster is a real `ray start --head --block` of one CPU,
 stopped with Ctrl-C as a user would."""
 
 from __future__ import annotations
@@ -191,3 +191,32 @@ def test_something_else_listening_is_refused_within_the_deadline(tmp_path: Path)
         line = tau_run_refusal(tmp_path, "--ray-address", f"127.0.0.1:{port}", env=clean_env())
     assert f":{port} accepts connections but does not answer as a Ray cluster's GCS " in line
     assert "(waited at most 10 s)" in line
+
+
+def test_workers_waiting_for_cpus_are_reported_and_ctrl_c_ends_cleanly(
+    address: str, cluster: dict[str, str], tmp_path: Path
+) -> None:
+    """Two workers on a one-CPU cluster: one waits to be placed. The run says so (it
+    would wait up to 300 s, looking hung), and Ctrl-C then ends it with its one line,
+    nothing written, and no asyncio noise about a future nobody retrieved."""
+    argv = [str(TAU), "run", "--env", "airline", "--agent-strategy", "oracle"]
+    argv += ["--user-strategy", "scripted", "--task-ids", "0", "--ray-address", address]
+    argv += ["--workers", "2", "--data-dir", str(DATA_DIR), "--log-dir", str(tmp_path / "r")]
+    env = clean_env(RAY_AUTH_MODE="token", RAY_AUTH_TOKEN=cluster["token"])
+    driver = subprocess.Popen(argv, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    lines: queue.Queue[bytes] = queue.Queue()
+    reader = threading.Thread(target=lambda: [lines.put(x) for x in driver.stderr or []])
+    reader.start()
+    try:
+        first = lines.get(timeout=DEADLINE).decode()  # queue.Empty: it never said so
+        assert first.startswith("waiting for the cluster to place 1 of 2 workers (1 CPU each")
+        assert "the cluster has 1 CPUs); the run gives up 300 s after it started them" in first
+        driver.send_signal(signal.SIGINT)
+        assert driver.wait(timeout=DEADLINE) == 130
+    finally:
+        if driver.poll() is None:
+            driver.kill()
+        reader.join(timeout=DEADLINE)
+    rest = b"".join(lines.queue).decode()
+    assert rest == "interrupted before the run started: nothing was written\n"
+    assert not (tmp_path / "r").exists()
