@@ -33,6 +33,8 @@ import uuid
 from collections.abc import AsyncIterator, Callable
 from typing import Any
 
+from tau_bench.runner.backends.ray_futures import reply
+
 LEASE_TTL = 30.0
 """Seconds a holder's leases outlive its last call: the longest a dead worker's slots
 stay lost. Live workers renew every third of it."""
@@ -183,9 +185,7 @@ class RemoteSlots:
         try:
             ref = self.limiter.acquire.remote(provider, self.holder, lease)
             try:
-                granted = await asyncio.wait_for(
-                    asyncio.wrap_future(ref.future()), self.wait_deadline
-                )
+                granted = await asyncio.wait_for(reply(ref), self.wait_deadline)
             except TimeoutError:
                 raise TimeoutError(
                     f"no {provider!r} slot from the provider limiter within "
@@ -203,7 +203,7 @@ class RemoteSlots:
         while True:
             try:
                 ref = self.limiter.renew.remote(self.holder)
-                ttl = await asyncio.wait_for(asyncio.wrap_future(ref.future()), RENEW_DEADLINE)
+                ttl = await asyncio.wait_for(reply(ref), RENEW_DEADLINE)
                 period = float(ttl) / 3
             except asyncio.CancelledError:
                 raise

@@ -47,6 +47,7 @@ from tau_bench.runner.backends import Key, check_local_workers, share, worker_co
 from tau_bench.runner.backends.dispatch import Dispatch
 from tau_bench.runner.backends.limiter import LEASE_TTL, ProviderLimiter
 from tau_bench.runner.backends.ray_actors import EpisodeWorker, WorkerSetupError
+from tau_bench.runner.backends.ray_futures import all_results, reply
 
 MAX_RESTARTS = 3
 """Times Ray restarts a dead worker (and re-runs its in-flight episodes) before the
@@ -72,26 +73,6 @@ stop (breaker)."""
 
 
 _log = logging.getLogger(__name__)
-
-
-async def all_results(futures: list[asyncio.Future[Any]], seconds: float) -> list[Any]:
-    """The futures' results in order; the first exception among them as soon as one
-    fails; TimeoutError once `seconds` pass. Those still pending when it returns, raises
-    or is cancelled are cancelled. Not `wait_for(gather(...))`: cancelled (Ctrl-C while
-    the workers wait to be placed), that leaves a gathering future which logs
-    `exception was never retrieved` at exit."""
-    try:
-        await asyncio.wait(futures, timeout=seconds, return_when=asyncio.FIRST_EXCEPTION)
-        failed = [f.exception() for f in futures if f.done() and not f.cancelled()]
-        first = next((exc for exc in failed if exc is not None), None)
-        if first is not None:  # every exception retrieved above: none is logged at exit
-            raise first
-        if not all(f.done() for f in futures):
-            raise TimeoutError
-        return [f.result() for f in futures]
-    finally:
-        for f in futures:
-            f.cancel()
 
 
 def first_line(exc: BaseException) -> str:
@@ -256,15 +237,41 @@ def start_ray(address: str | None, workers: int, runs: int = 1) -> bool:
     }
     if address and address != "local":
         reach(address)
-        if "://" in address:
-            _quiet_client_server_notice()
         with _keeping_sigterm():
-            ray.init(address=address, **common)
+            if "://" in address:
+                _quiet_client_server_notice()
+                _init_client(ray, address, common)
+            else:
+                ray.init(address=address, **common)
     else:
         check_local_workers(workers)
         with _keeping_sigterm():
             ray.init(address="local", num_cpus=max(1, workers) * max(1, runs), **common)
     return True
+
+
+CLIENT_START_ATTEMPTS = 3
+"""Times a driver asks a Ray Client server for a session (`_init_client`)."""
+
+
+def _init_client(ray: Any, address: str, common: dict[str, Any]) -> None:
+    """`ray.init` by Ray Client, asked again when the head's client server fails to
+    start this driver's session: it forks a server per driver, and that start failed
+    about once in five quick runs on a busy head (`Starting Ray client server failed`),
+    the next try succeeding. One line when it never starts."""
+    for attempt in range(1, CLIENT_START_ATTEMPTS + 1):
+        try:
+            ray.init(address=address, **common)
+            return
+        except ConnectionAbortedError as exc:
+            said = [line.strip() for line in str(exc).splitlines() if line.strip()]
+            if not said or not said[0].startswith("Initialization failure from server"):
+                raise
+            if attempt == CLIENT_START_ATTEMPTS:
+                raise ConnectionError(
+                    f"the Ray Client server at {address} failed to start a session for "
+                    f"this driver {attempt} times; the last time: {said[-1]}"
+                ) from None
 
 
 SERVER_NOTICE = "SIGTERM handler is not set because current thread is not the main thread"
@@ -430,7 +437,7 @@ class RayBackend:
         still unplaced after `PLACING_NOTICE` seconds get one warning saying so (a busy
         cluster, or one waiting for its autoscaler, would otherwise look hung)."""
         ray = ray_module()
-        started = [asyncio.wrap_future(a.pid.remote().future()) for a in self.actors]
+        started = [reply(a.pid.remote()) for a in self.actors]
         notice = asyncio.get_running_loop().call_later(
             PLACING_NOTICE, self._say_unplaced, ray, started
         )
@@ -506,7 +513,7 @@ class RayBackend:
             batch = plan.take(worker)
             if batch or plan.busy(worker):
                 ref = self.actors[worker].exchange.remote(batch)
-                calls[asyncio.wrap_future(ref.future())] = worker
+                calls[reply(ref)] = worker
 
         stop = False
         failure: WorkerFailure | None = None
@@ -598,7 +605,7 @@ class RayBackend:
         if graceful and self.actors:
             refs = [a.close.remote() for a in self.actors]
             with contextlib.suppress(Exception):
-                closing = [asyncio.wrap_future(r.future()) for r in refs]
+                closing = [reply(r) for r in refs]
                 self.worker_stats = await all_results(closing, STOP_DEADLINE)
         self._kill_all(ray)
         self._leave()

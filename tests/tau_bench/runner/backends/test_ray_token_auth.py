@@ -3,7 +3,8 @@
 is one line naming the fix within seconds (Ray's own `ray.init` retries for ~50 s,
 printing a native warning a second, then says only `Failed to connect`; by Ray Client,
 ~30 s and `ray client connection timeout`); with the token the run goes on, a run waiting for CPUs says so and stops cleanly on
-Ctrl-C, and a driver killed with SIGKILL takes its workers on the cluster with it. The cluster is a real `ray start --head --block` of one CPU,
+Ctrl-C, an eval stopped with Ctrl-C by Ray Client ends in its one line, and a driver
+killed with SIGKILL takes its workers on the cluster with it. The cluster is a real `ray start --head --block` of one CPU,
 stopped with Ctrl-C as a user would."""
 
 from __future__ import annotations
@@ -220,3 +221,52 @@ def test_workers_waiting_for_cpus_are_reported_and_ctrl_c_ends_cleanly(
     rest = b"".join(lines.queue).decode()
     assert rest == "interrupted before the run started: nothing was written\n"
     assert not (tmp_path / "r").exists()
+
+
+def test_an_eval_stopped_with_ctrl_c_by_ray_client_ends_in_its_line(
+    cluster: dict[str, str], tmp_path: Path
+) -> None:
+    """Cancelled at Ctrl-C, the driver's waits on its workers' replies used to cancel
+    Ray Client's own futures, and Ray Client's thread then printed a traceback
+    (`InvalidStateError: CANCELLED`) when it shut down."""
+    results = tmp_path / "results"
+    with OpenAIServer(scripted_model, latency=0.3) as server:
+        (tmp_path / "eval.yaml").write_text(
+            "\n".join(
+                [
+                    "name: ev",
+                    "env: airline",
+                    "agent-strategy: tool-calling",
+                    "model: openai/gpt-4o-mini",
+                    f"api-base: {server.base_url}",
+                    "user-strategy: llm",
+                    f"user-api-base: {server.base_url}",
+                    "user-models: [openai/gpt-4o-mini, openai/gpt-4o]",
+                    f"task-ids: {list(range(10))}",
+                    "num-samples: 2",
+                    "max-concurrency: 4",
+                    f"data-dir: {DATA_DIR}",
+                    f"log-dir: {results}",
+                ]
+            )
+        )
+        argv = [str(TAU), "eval", "--config", str(tmp_path / "eval.yaml")]
+        argv += ["--ray-address", cluster["client"], "--quiet"]
+        env = clean_env(RAY_AUTH_MODE="token", RAY_AUTH_TOKEN=cluster["token"])
+        driver = subprocess.Popen(argv, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+        try:
+            end = time.monotonic() + DEADLINE
+            while sum(episodes_in(log) for log in results.rglob("*.jsonl")) < 1:
+                assert driver.poll() is None, driver.communicate()[1][-3000:]
+                assert time.monotonic() < end, "no episode finished"
+                time.sleep(0.05)  # a poll of the logs, bounded by DEADLINE
+            driver.send_signal(signal.SIGINT)
+            _, err = driver.communicate(timeout=DEADLINE)
+        finally:
+            if driver.poll() is None:
+                driver.kill()
+    assert driver.returncode == 130, err[-3000:]
+    # The second user model's run may have said it waits for the one CPU.
+    lines = err.decode().splitlines()
+    assert lines[-1].startswith("interrupted: "), err[-3000:]
+    assert all(x.startswith("waiting for the cluster to place ") for x in lines[:-1]), lines

@@ -1,4 +1,6 @@
-"""`all_results`: the workers' replies awaited together, with a deadline, and nothing
+"""`reply`: a Ray call's reply as a future the driver may cancel without touching Ray's
+own (Ray Client then failed to set it: `InvalidStateError` tracebacks at Ctrl-C).
+`all_results`: the workers' replies awaited together, with a deadline, and nothing
 left behind for asyncio to complain about when the wait is cancelled (Ctrl-C)."""
 
 from __future__ import annotations
@@ -6,11 +8,12 @@ from __future__ import annotations
 import asyncio
 import concurrent.futures
 import gc
+import threading
 from typing import Any
 
 import pytest
 
-from tau_bench.runner.backends.ray import all_results
+from tau_bench.runner.backends.ray_futures import all_results, reply
 
 
 def pending(n: int) -> list[concurrent.futures.Future[Any]]:
@@ -65,3 +68,48 @@ async def test_cancelled_it_leaves_nothing_for_asyncio_to_log() -> None:
     del waiting
     gc.collect()
     assert complaints == []
+
+
+class Ref:
+    """An ObjectRef as `reply` uses it: `future()` is Ray's concurrent future, set by
+    Ray's own thread when the reply comes."""
+
+    def __init__(self) -> None:
+        self.ray_side: concurrent.futures.Future[Any] = concurrent.futures.Future()
+
+    def future(self) -> concurrent.futures.Future[Any]:
+        return self.ray_side
+
+
+async def test_a_reply_comes_back_from_rays_thread() -> None:
+    ok, failing = Ref(), Ref()
+    mine = [reply(ok), reply(failing)]
+    threading.Thread(target=ok.ray_side.set_result, args=(("lines", []),)).start()
+    threading.Thread(target=failing.ray_side.set_exception, args=(OSError("gone"),)).start()
+    assert await mine[0] == ("lines", [])
+    with pytest.raises(OSError, match="gone"):
+        await mine[1]
+
+
+async def test_cancelling_a_reply_leaves_rays_future_to_ray() -> None:
+    """`asyncio.wrap_future` cancelled Ray's future too; Ray Client's own setter then
+    raised `InvalidStateError` on its thread when the reply or its shutdown came."""
+    ref = Ref()
+    mine = reply(ref)
+    mine.cancel()
+    await asyncio.sleep(0)
+    assert not ref.ray_side.cancelled()
+    ref.ray_side.set_exception(ConnectionError("the client shut down"))  # Ray's setter
+    await asyncio.sleep(0)  # the reply is dropped: nobody waits for it
+    assert mine.cancelled()
+
+
+def test_a_reply_after_the_loop_closed_is_dropped() -> None:
+    refs: list[Ref] = []
+
+    async def ask() -> None:
+        refs.append(Ref())
+        reply(refs[0]).cancel()
+
+    asyncio.run(ask())
+    refs[0].ray_side.set_result("late")  # from Ray's thread, after the run ended: no error
