@@ -438,9 +438,7 @@ class RayBackend:
         cluster, or one waiting for its autoscaler, would otherwise look hung)."""
         ray = ray_module()
         started = [reply(a.pid.remote()) for a in self.actors]
-        notice = asyncio.get_running_loop().call_later(
-            PLACING_NOTICE, self._say_unplaced, ray, started
-        )
+        notice = asyncio.ensure_future(self._say_unplaced(ray, started))
         try:
             await all_results(started, START_DEADLINE)
         except BaseException as exc:
@@ -455,13 +453,16 @@ class RayBackend:
         finally:
             notice.cancel()
 
-    def _say_unplaced(self, ray: Any, started: list[asyncio.Future[Any]]) -> None:
+    async def _say_unplaced(self, ray: Any, started: list[asyncio.Future[Any]]) -> None:
+        await asyncio.sleep(PLACING_NOTICE)
         unplaced = sum(not f.done() for f in started)
         if not unplaced:
             return
         cpus = ""
-        with contextlib.suppress(Exception):
-            cpus = f"; the cluster has {ray.cluster_resources().get('CPU', 0):g} CPUs"
+        with contextlib.suppress(Exception):  # a thread and a deadline: never the loop's wait
+            asked = asyncio.to_thread(ray.cluster_resources)
+            found = await asyncio.wait_for(asked, CONNECT_DEADLINE)
+            cpus = f"; the cluster has {found.get('CPU', 0):g} CPUs"
         _log.warning(
             "waiting for the cluster to place %d of %d workers (1 CPU each%s); the run "
             "gives up %.0f s after it started them",
