@@ -45,6 +45,7 @@ _SECRET_SHAPES = (
     re.compile(r"(?i)(bearer\s+)[^\s'\",]+"),
     re.compile(r"(?i)([?&](?:key|api_key|access_token)=)[^&\s'\"]+"),
     re.compile(r"(?i)((?:x-api-key|x-goog-api-key|api[_-]?key)[\"']?\s*[:=]\s*[\"']?)[^\s'\",}]+"),
+    re.compile(r"(?i)(\b[a-z][a-z0-9+.\-]*://[^\s/@:'\"]*:)[^\s/@'\"]+(?=@)"),  # URL password
 )
 _PUBLIC_HEADERS = frozenset(
     {"content-type", "accept", "user-agent", "content-length", "retry-after", "date"}
@@ -254,7 +255,8 @@ def environment_secrets(environ: Mapping[str, str] | None = None) -> list[str]:
 
 def redact_text(text: str, secrets: Iterable[str | None] = (), *, mask: str = MASK) -> str:
     """`text` with known secrets, secret environment values and anything shaped like an API
-    key or token (`sk-...`, `AIza...`, `Bearer ...`, `?key=...`, `api_key: ...`) masked."""
+    key or token (`sk-...`, `AIza...`, `Bearer ...`, `?key=...`, `api_key: ...`, the
+    password of a URL such as a proxy's `http://user:PASS@host`) masked."""
     text = _mask_text(text, _ordered([*secrets, *environment_secrets()]), mask)
     for pattern in _SECRET_SHAPES:
         text = pattern.sub(lambda m: (m.group(1) if m.groups() else "") + mask, text)

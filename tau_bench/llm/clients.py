@@ -29,7 +29,7 @@ POOLED_PROVIDERS = frozenset({"openai", "anthropic", "gemini"})
 
 def _new_handler(timeout: float | None, limit: int, provider: str) -> Any:
     """litellm's async HTTP handler over an httpx client configured as litellm configures
-    its own (TLS, user agent, no cookies, proxies from the environment), plus pool limits,
+    its own (TLS as `tls_settings`, user agent, no cookies, proxies from the environment), plus pool limits,
     its reply bodies bounded to `limit` bytes (`wire.bound_client`; OpenAI replies also
     checked). The handler's fresh client for a retried connection is bounded alike."""
 
@@ -46,10 +46,22 @@ def _new_handler(timeout: float | None, limit: int, provider: str) -> Any:
     return handler
 
 
+def tls_settings() -> dict[str, Any]:
+    """`verify` and `cert` for an httpx client, as litellm sets them for its own clients:
+    `SSL_VERIFY` / `litellm.ssl_verify` (a CA bundle, or false), `SSL_CERT_FILE`,
+    `SSL_CERTIFICATE` / `litellm.ssl_certificate` (a client certificate). The direct path
+    uses them too, so both paths trust (and fail to trust) the same servers."""
+    module = litellm()
+    from litellm.llms.custom_httpx import http_handler as hh
+
+    return {
+        "verify": hh.get_ssl_configuration(),
+        "cert": os.getenv("SSL_CERTIFICATE", module.ssl_certificate),
+    }
+
+
 def _new_client(timeout: float | None, limit: int, *, check_chat: bool) -> Any:
     import httpx
-
-    module = litellm()
     from litellm.llms.custom_httpx import http_handler as hh
 
     from tau_bench.llm.wire import bound_client
@@ -57,8 +69,7 @@ def _new_client(timeout: float | None, limit: int, *, check_chat: bool) -> Any:
     client = httpx.AsyncClient(
         timeout=timeout if timeout is not None else 600.0,
         limits=httpx.Limits(max_connections=None, max_keepalive_connections=2 * SHARD_CALLS),
-        verify=hh.get_ssl_configuration(),
-        cert=os.getenv("SSL_CERTIFICATE", module.ssl_certificate),
+        **tls_settings(),
         headers=hh.get_default_headers(),
         cookies=hh.blocked_cookie_jar(),
         follow_redirects=True,

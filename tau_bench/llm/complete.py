@@ -53,6 +53,9 @@ def error_message(exc: BaseException, config: LLMConfig) -> str:
     """The provider's error text on one line, secrets masked, cut to `MESSAGE_LIMIT`."""
     text = str(exc) or type(exc).__name__
     text = text.split("Traceback (most recent call last)", 1)[0]  # litellm appends one
+    reason = direct.connection_reason(exc)
+    if reason:
+        text = f"{text} ({reason})"
     secret = config.extra.get("api_key") if config.extra else None
     text = redact_text(text, [secret if isinstance(secret, str) else None])
     text = " ".join(text.split())

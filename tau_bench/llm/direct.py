@@ -282,6 +282,18 @@ def classify_direct(exc: BaseException) -> tuple[type[LLMError], bool]:
     return classify(exc)
 
 
+def connection_reason(exc: BaseException) -> str:
+    """What the openai client's "Connection error." / "Request timed out." leaves out:
+    the transport's reason (a refused connection, a certificate that failed to verify, a
+    proxy's refusal), or "" for any other error. litellm's errors carry it already."""
+    import openai
+
+    cause = exc.__cause__
+    if not isinstance(exc, openai.APIConnectionError) or cause is None:
+        return ""
+    return str(cause).strip() or type(cause).__name__
+
+
 def message_of(data: Mapping[str, Any]) -> dict[str, Any]:
     """The assistant message as the next request needs it (as `response.message_dict`),
     of a reply `checked_reply` accepted."""

@@ -1,8 +1,9 @@
 """The direct path's clients: pooled `AsyncOpenAI` clients per endpoint and event loop.
 
 On the openai SDK's aiohttp transport (`httpx-aiohttp`, i.e. `openai[aiohttp]`) one client
-per endpoint pools every connection; without it, small httpx clients are sharded as for
-litellm (`tau_bench.llm.clients`). Under each `AsyncOpenAI`, an httpx client without the
+per endpoint pools every connection; without it, or when the environment names a proxy
+for the endpoint (`proxied`), small httpx clients are sharded as for litellm
+(`tau_bench.llm.clients`). TLS is set as litellm sets it (`clients.tls_settings`). Under each `AsyncOpenAI`, an httpx client without the
 per-request work an API call never needs (`lean_client_class`) and, on aiohttp, a leaner
 transport (`lean_transport_class`): a few tenths of a ms of CPU less per call
 (docs/performance.md). Every client's reply bodies are bounded (`wire.bound_client`).
@@ -15,20 +16,25 @@ import asyncio
 import contextlib
 import functools
 import os
+import urllib.parse
+import urllib.request
 import weakref
 from typing import Any
 
-from tau_bench.llm.clients import SHARD_CALLS, aclose_litellm_clients
+from tau_bench.llm.clients import SHARD_CALLS, aclose_litellm_clients, tls_settings
 from tau_bench.llm.config import DEFAULT_MAX_RESPONSE_BYTES
 
 
-@functools.lru_cache(maxsize=1)
-def _tls_context() -> Any:
-    """One TLS context for every direct client: building one loads the CA bundle
-    (~40 ms of CPU), which a new client per shard would otherwise pay each time."""
-    import httpx
-
-    return httpx.create_ssl_context()
+def proxied(url: str) -> bool:
+    """Whether the environment names a proxy for `url` (`HTTP_PROXY`, `HTTPS_PROXY`,
+    `ALL_PROXY`, not bypassed by `NO_PROXY`). Such an endpoint's direct clients run on
+    httpx's own transport, which reads those variables as the litellm path's httpx
+    clients do; aiohttp's session would ignore them."""
+    parts = urllib.parse.urlsplit(url)
+    proxies = urllib.request.getproxies()
+    if not (proxies.get(parts.scheme) or proxies.get("all")):
+        return False
+    return not urllib.request.proxy_bypass(parts.hostname or "")
 
 
 @functools.lru_cache(maxsize=1)
@@ -281,7 +287,8 @@ class ClientShards:
         self.url, self.key, self.timeout, self.limit = url, key, timeout, limit
         self.clients: list[Any] = []
         self.load: list[int] = []
-        self.aiohttp = aiohttp_transport()
+        self.aiohttp = aiohttp_transport() and not proxied(url)
+        self.tls = tls_settings()  # litellm's: SSL_VERIFY, SSL_CERT_FILE, SSL_CERTIFICATE
         self.transports: list[Any] = []  # aiohttp's, closed with the loop if not before
         self.shard = 1_000_000 if self.aiohttp else SHARD_CALLS
 
@@ -293,9 +300,7 @@ class ClientShards:
         timeout = self.timeout if self.timeout is not None else 600.0
         if self.aiohttp:
             big = httpx.Limits(max_connections=100_000, max_keepalive_connections=100_000)
-            transport = lean_transport_class()(
-                verify=_tls_context(), limits=big, max_body=self.limit
-            )
+            transport = lean_transport_class()(**self.tls, limits=big, max_body=self.limit)
             self.transports.append(transport)
             http = lean_client_class()(timeout=timeout, transport=transport)
         else:
@@ -304,7 +309,7 @@ class ClientShards:
                 limits=httpx.Limits(
                     max_connections=None, max_keepalive_connections=2 * SHARD_CALLS
                 ),
-                verify=_tls_context(),
+                **self.tls,
             )
         return lean_openai_class()(
             base_url=self.url,

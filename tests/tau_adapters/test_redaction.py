@@ -102,6 +102,22 @@ def test_redact_text_masks_known_values_environment_and_shapes(
     assert out.startswith("key ***")
 
 
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        (
+            "proxy http://bob:s3cr%40t@proxy.corp:3128 refused",
+            f"proxy http://bob:{MASK}@proxy.corp:3128 refused",
+        ),
+        ("ALL_PROXY='socks5://u:hunter2@h:1'", f"ALL_PROXY='socks5://u:{MASK}@h:1'"),
+        ("https://example.com:443/path@x", "https://example.com:443/path@x"),
+        ("http://user@host:80/ and mailto:a@b.c", "http://user@host:80/ and mailto:a@b.c"),
+    ],
+)
+def test_redact_text_masks_the_password_of_a_url_and_nothing_else(text: str, expected: str) -> None:
+    assert redact_text(text) == expected
+
+
 def test_redactor_masks_payloads_headers_and_learnt_tokens() -> None:
     redactor = Redactor(["s3cr3t-value"], max_chars=40)
     assert redactor.text("a s3cr3t-value b") == f"a {MASK} b"

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import functools
 import json
+import ssl
 import threading
 import zlib
 from collections.abc import Callable
@@ -66,10 +67,12 @@ def gzip_bomb(decoded_mib: int) -> Raw:
 
 class RawServer:
     """`with RawServer(answer) as server:` serves `answer()` to every POST at
-    `server.base_url`; `server.posts` counts the requests answered."""
+    `server.base_url` (over TLS with `tls`, a server context); `server.posts` counts the
+    requests answered."""
 
-    def __init__(self, answer: Callable[[], Raw]) -> None:
+    def __init__(self, answer: Callable[[], Raw], tls: ssl.SSLContext | None = None) -> None:
         self.answer = answer
+        self.tls = tls
         self.posts = 0
         self.stopping = threading.Event()
         owner = self
@@ -102,12 +105,15 @@ class RawServer:
                 self.close_connection = not raw.length
 
         self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        if tls is not None:
+            self.server.socket = tls.wrap_socket(self.server.socket, server_side=True)
         self.server.daemon_threads = True
         self.thread = threading.Thread(target=self.server.serve_forever, daemon=True)
 
     @property
     def base_url(self) -> str:
-        return f"http://127.0.0.1:{self.server.server_address[1]}/v1"
+        scheme = "https" if self.tls is not None else "http"
+        return f"{scheme}://127.0.0.1:{self.server.server_address[1]}/v1"
 
     def __enter__(self) -> RawServer:
         self.thread.start()

@@ -1,0 +1,81 @@
+"""A forward HTTP proxy on 127.0.0.1 for tests: it answers requests in absolute form
+(`POST http://host:port/path`), forwarding them to the address its `routes` give the
+host (so a test can name a host only the proxy knows), and records what it saw."""
+
+from __future__ import annotations
+
+import http.client
+import threading
+import urllib.parse
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from types import TracebackType
+from typing import Any
+
+STOP_DEADLINE = 10.0  # seconds to stop
+FORWARD_DEADLINE = 30.0  # seconds a forwarded exchange may take
+
+
+class ForwardProxy:
+    """`with ForwardProxy({"model.invalid": ("127.0.0.1", port)}) as proxy:` forwards to
+    `port` what is asked of `model.invalid`; `proxy.seen` holds each request line and its
+    `Proxy-Authorization` header (or None)."""
+
+    def __init__(self, routes: dict[str, tuple[str, int]]) -> None:
+        self.routes = routes
+        self.seen: list[tuple[str, str | None]] = []
+        owner = self
+
+        class Handler(BaseHTTPRequestHandler):
+            protocol_version = "HTTP/1.1"
+
+            def log_message(self, *args: Any) -> None:
+                return None
+
+            def do_POST(self) -> None:
+                owner.seen.append((self.requestline, self.headers.get("Proxy-Authorization")))
+                target = urllib.parse.urlsplit(self.path)
+                body = self.rfile.read(int(self.headers.get("Content-Length") or 0))
+                route = owner.routes.get(target.hostname or "")
+                if route is None:
+                    self.send_error(502, "no route")
+                    return
+                upstream = http.client.HTTPConnection(*route, timeout=FORWARD_DEADLINE)
+                try:
+                    headers = {
+                        k: v for k, v in self.headers.items() if k.lower() != "proxy-authorization"
+                    }
+                    path = target.path + (f"?{target.query}" if target.query else "")
+                    upstream.request("POST", path, body=body, headers=headers)
+                    reply = upstream.getresponse()
+                    data = reply.read()
+                finally:
+                    upstream.close()
+                self.send_response(reply.status)
+                for key, value in reply.getheaders():
+                    if key.lower() not in ("content-length", "connection", "transfer-encoding"):
+                        self.send_header(key, value)
+                self.send_header("Content-Length", str(len(data)))
+                self.end_headers()
+                self.wfile.write(data)
+
+        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.server.daemon_threads = True
+        self.thread = threading.Thread(target=self.server.serve_forever, daemon=True)
+
+    @property
+    def url(self) -> str:
+        return f"http://127.0.0.1:{self.server.server_address[1]}"
+
+    def __enter__(self) -> ForwardProxy:
+        self.thread.start()
+        return self
+
+    def __exit__(
+        self,
+        kind: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        self.server.shutdown()
+        self.server.server_close()
+        self.thread.join(STOP_DEADLINE)
