@@ -1,10 +1,13 @@
 """A forward HTTP proxy on 127.0.0.1 for tests: it answers requests in absolute form
-(`POST http://host:port/path`), forwarding them to the address its `routes` give the
-host (so a test can name a host only the proxy knows), and records what it saw."""
+(`POST http://host:port/path`) and opens tunnels (`CONNECT host:port`, for HTTPS),
+forwarding them to the address its `routes` give the host (so a test can name a host
+only the proxy knows), and records what it saw."""
 
 from __future__ import annotations
 
 import http.client
+import select
+import socket
 import threading
 import urllib.parse
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -12,7 +15,7 @@ from types import TracebackType
 from typing import Any
 
 STOP_DEADLINE = 10.0  # seconds to stop
-FORWARD_DEADLINE = 30.0  # seconds a forwarded exchange may take
+FORWARD_DEADLINE = 30.0  # seconds a forwarded exchange, or a tunnel's silence, may take
 
 
 class ForwardProxy:
@@ -58,6 +61,20 @@ class ForwardProxy:
                 self.end_headers()
                 self.wfile.write(data)
 
+            def do_CONNECT(self) -> None:
+                owner.seen.append((self.requestline, self.headers.get("Proxy-Authorization")))
+                host, _, port = self.path.rpartition(":")
+                route = owner.routes.get(host)
+                if route is None or not port.isdigit():
+                    self.send_error(502, "no route")
+                    return
+                upstream = socket.create_connection(route, timeout=FORWARD_DEADLINE)
+                self.send_response(200, "Connection established")
+                self.end_headers()
+                self.wfile.flush()
+                _tunnel(self.connection, upstream)
+                self.close_connection = True
+
         self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
         self.server.daemon_threads = True
         self.thread = threading.Thread(target=self.server.serve_forever, daemon=True)
@@ -79,3 +96,18 @@ class ForwardProxy:
         self.server.shutdown()
         self.server.server_close()
         self.thread.join(STOP_DEADLINE)
+
+
+def _tunnel(client: socket.socket, upstream: socket.socket) -> None:
+    """Copy bytes both ways until either side closes or both are silent too long."""
+    with upstream:
+        sockets = [client, upstream]
+        while True:
+            ready, _, _ = select.select(sockets, [], [], FORWARD_DEADLINE)
+            if not ready:
+                return
+            for sock in ready:
+                data = sock.recv(65536)
+                if not data:
+                    return
+                (upstream if sock is client else client).sendall(data)

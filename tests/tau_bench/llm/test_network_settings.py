@@ -196,3 +196,18 @@ def test_litellms_tls_settings_let_the_call_through(
         result = call(model.base_url)
     assert isinstance(result, Completion), result
     assert model.posts == 1
+
+
+def test_https_calls_tunnel_through_the_proxy_the_environment_names(
+    path: str, certificate: tuple[Path, Path], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The usual corporate case: `HTTPS_PROXY` and a private CA (`SSL_CERT_FILE`)."""
+    monkeypatch.setenv("SSL_CERT_FILE", str(certificate[0]))
+    with _tls_server(certificate) as model:
+        port = model.server.server_address[1]
+        with ForwardProxy({"127.0.0.1": ("127.0.0.1", port)}) as proxy:
+            monkeypatch.setenv("HTTPS_PROXY", proxy.url)
+            result = call(model.base_url)
+    assert isinstance(result, Completion), result
+    assert [line for line, _ in proxy.seen] == [f"CONNECT 127.0.0.1:{port} HTTP/1.1"]
+    assert model.posts == 1
