@@ -3,6 +3,8 @@ malformed address is one line before anything runs rather than Ray's traceback."
 
 from __future__ import annotations
 
+import string
+
 FORMS = (
     "auto (the cluster this machine belongs to), local (a new local Ray), "
     "HOST:PORT (the head's GCS, e.g. head:6379) or ray://HOST[:PORT] (Ray Client)"
@@ -22,11 +24,18 @@ def split_host_port(address: str) -> tuple[str, int] | None:
     host, sep, port_text = rest.rpartition(":")
     if client and (not sep or "]" in port_text):  # ray://head, ray://[::1]
         host, port_text = rest, str(RAY_CLIENT_PORT)
-    host = host.strip("[]")  # [::1]:6379
     port = int(port_text) if port_text.isdigit() else 0
-    if not host or not 0 < port < 65536 or "/" in host or "/" in port_text:
+    if not _valid_host(host) or not 0 < port < 65536:
         raise ValueError(f"expected {FORMS}, not {address!r}")
-    return host, port
+    return host.removeprefix("[").removesuffix("]"), port
+
+
+def _valid_host(host: str) -> bool:
+    """A name or IPv4 address, or an IPv6 address in brackets (`[::1]`)."""
+    if host.startswith("[") and host.endswith("]"):
+        inner = host[1:-1]
+        return ":" in inner and all(c in string.hexdigits + ":." for c in inner)
+    return bool(host) and not any(c in host for c in "[]:/@ \t")
 
 
 def check_ray_address(value: str | None) -> str | None:

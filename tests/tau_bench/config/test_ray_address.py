@@ -39,6 +39,12 @@ def test_the_forms_ray_takes_pass(address: str, target: tuple[str, int] | None) 
         "ray://",
         "http://head:1",
         "ray://h:1/x",
+        "ray://[::1",
+        "ray://::1",
+        "::1:6379",
+        "[head]:6379",
+        "user@head:6379",
+        "he ad:6379",
     ],
 )
 def test_anything_else_is_refused_naming_the_forms(address: str) -> None:
