@@ -5,9 +5,7 @@ a new access token on every refresh."""
 
 from __future__ import annotations
 
-import datetime
 import http.server
-import ipaddress
 import json
 import threading
 from collections import Counter
@@ -20,6 +18,8 @@ from google.cloud import ces_v1
 from google.longrunning import operations_pb2
 from google.rpc import status_pb2
 
+from tests.certificates import self_signed
+
 CES = "google.cloud.ces.v1"
 APP = "projects/proj/locations/us/apps/app-1"
 
@@ -28,39 +28,6 @@ def _bytes(message: Any) -> bytes:
     pb = type(message).pb(message) if hasattr(type(message), "pb") else message
     data: bytes = pb.SerializeToString()
     return data
-
-
-def self_signed() -> tuple[bytes, bytes]:
-    """(key PEM, certificate PEM) for 127.0.0.1."""
-    from cryptography import x509
-    from cryptography.hazmat.primitives import hashes, serialization
-    from cryptography.hazmat.primitives.asymmetric import ec
-    from cryptography.x509.oid import NameOID
-
-    key = ec.generate_private_key(ec.SECP256R1())
-    name = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, "127.0.0.1")])
-    now = datetime.datetime.now(datetime.UTC)
-    cert = (
-        x509.CertificateBuilder()
-        .subject_name(name)
-        .issuer_name(name)
-        .public_key(key.public_key())
-        .serial_number(x509.random_serial_number())
-        .not_valid_before(now - datetime.timedelta(days=1))
-        .not_valid_after(now + datetime.timedelta(days=1))
-        .add_extension(
-            x509.SubjectAlternativeName([x509.IPAddress(ipaddress.ip_address("127.0.0.1"))]),
-            critical=False,
-        )
-        .add_extension(x509.BasicConstraints(ca=True, path_length=None), critical=True)
-        .sign(key, hashes.SHA256())
-    )
-    key_pem = key.private_bytes(
-        serialization.Encoding.PEM,
-        serialization.PrivateFormat.PKCS8,
-        serialization.NoEncryption(),
-    )
-    return key_pem, cert.public_bytes(serialization.Encoding.PEM)
 
 
 class HostileCes:

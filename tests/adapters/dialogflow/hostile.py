@@ -5,9 +5,7 @@ TLS with a throw-away certificate, or local credentials) whose answers a test pi
 from __future__ import annotations
 
 import asyncio
-import datetime
 import http.server
-import ipaddress
 import json
 import threading
 from collections.abc import Iterator
@@ -17,6 +15,8 @@ from typing import Any
 
 import grpc
 from google.cloud import dialogflowcx_v3beta1 as cx
+
+from tests.certificates import write_self_signed
 
 DF = "google.cloud.dialogflow.cx.v3beta1"
 AGENT = "projects/p/locations/global/agents/a"
@@ -249,40 +249,7 @@ def service_account_file(path: Path) -> Path:
 
 def write_certificate(directory: Path) -> Path:
     """A self-signed certificate for 127.0.0.1 (cert.pem, key.pem) in `directory`."""
-    from cryptography import x509
-    from cryptography.hazmat.primitives import hashes, serialization
-    from cryptography.hazmat.primitives.asymmetric import ec
-    from cryptography.x509.oid import NameOID
-
-    key = ec.generate_private_key(ec.SECP256R1())
-    name = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, "127.0.0.1")])
-    now = datetime.datetime.now(datetime.UTC)
-    cert = (
-        x509.CertificateBuilder()
-        .subject_name(name)
-        .issuer_name(name)
-        .public_key(key.public_key())
-        .serial_number(x509.random_serial_number())
-        .not_valid_before(now - datetime.timedelta(days=1))
-        .not_valid_after(now + datetime.timedelta(days=1))
-        .add_extension(
-            x509.SubjectAlternativeName(
-                [x509.IPAddress(ipaddress.ip_address("127.0.0.1")), x509.DNSName("localhost")]
-            ),
-            critical=False,
-        )
-        .add_extension(x509.BasicConstraints(ca=True, path_length=None), critical=True)
-        .sign(key, hashes.SHA256())
-    )
-    (directory / "cert.pem").write_bytes(cert.public_bytes(serialization.Encoding.PEM))
-    (directory / "key.pem").write_bytes(
-        key.private_bytes(
-            serialization.Encoding.PEM,
-            serialization.PrivateFormat.PKCS8,
-            serialization.NoEncryption(),
-        )
-    )
-    return directory / "cert.pem"
+    return write_self_signed(directory)[0]
 
 
 @contextmanager

@@ -6,12 +6,10 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Iterator
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from types import TracebackType
-from typing import Any
+
+from tests.tau_bench.llm.local_http import LocalHTTPServer, QuietHandler
 
 CHUNK = 64 * 1024
-STOP_DEADLINE = 10.0  # seconds to stop
 
 _HEAD = b'{"choices":[{"index":0,"message":{"role":"assistant","content":"'
 _TAIL = b'"},"finish_reason":"stop"}],"usage":{"prompt_tokens":1,"completion_tokens":1}}'
@@ -33,7 +31,7 @@ def body_size(content_bytes: int) -> int:
     return len(_HEAD) + content_bytes + len(_TAIL)
 
 
-class CountingServer:
+class CountingServer(LocalHTTPServer):
     """`with CountingServer(content_bytes, length=...) as server:` answers every POST at
     `server.base_url` with `long_chat_body(content_bytes)` (with a Content-Length, or
     ending with the connection); `server.sent` counts the body bytes sent, `server.done`
@@ -45,12 +43,7 @@ class CountingServer:
         self.done = threading.Event()
         owner = self
 
-        class Handler(BaseHTTPRequestHandler):
-            protocol_version = "HTTP/1.1"
-
-            def log_message(self, *args: Any) -> None:
-                return None
-
+        class Handler(QuietHandler):
             def do_POST(self) -> None:
                 try:
                     self.rfile.read(int(self.headers.get("Content-Length") or 0))
@@ -71,24 +64,4 @@ class CountingServer:
                     owner.done.set()
                 self.close_connection = self.close_connection or not length
 
-        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self.server.daemon_threads = True
-        self.thread = threading.Thread(target=self.server.serve_forever, daemon=True)
-
-    @property
-    def base_url(self) -> str:
-        return f"http://127.0.0.1:{self.server.server_address[1]}/v1"
-
-    def __enter__(self) -> CountingServer:
-        self.thread.start()
-        return self
-
-    def __exit__(
-        self,
-        kind: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        self.server.shutdown()
-        self.server.server_close()
-        self.thread.join(STOP_DEADLINE)
+        super().__init__(Handler)

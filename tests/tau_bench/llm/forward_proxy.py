@@ -8,17 +8,14 @@ from __future__ import annotations
 import http.client
 import select
 import socket
-import threading
 import urllib.parse
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from types import TracebackType
-from typing import Any
 
-STOP_DEADLINE = 10.0  # seconds to stop
+from tests.tau_bench.llm.local_http import LocalHTTPServer, QuietHandler
+
 FORWARD_DEADLINE = 30.0  # seconds a forwarded exchange, or a tunnel's silence, may take
 
 
-class ForwardProxy:
+class ForwardProxy(LocalHTTPServer):
     """`with ForwardProxy({"model.invalid": ("127.0.0.1", port)}) as proxy:` forwards to
     `port` what is asked of `model.invalid`; `proxy.seen` holds each request line and its
     `Proxy-Authorization` header (or None)."""
@@ -28,12 +25,7 @@ class ForwardProxy:
         self.seen: list[tuple[str, str | None]] = []
         owner = self
 
-        class Handler(BaseHTTPRequestHandler):
-            protocol_version = "HTTP/1.1"
-
-            def log_message(self, *args: Any) -> None:
-                return None
-
+        class Handler(QuietHandler):
             def do_POST(self) -> None:
                 owner.seen.append((self.requestline, self.headers.get("Proxy-Authorization")))
                 target = urllib.parse.urlsplit(self.path)
@@ -75,27 +67,7 @@ class ForwardProxy:
                 _tunnel(self.connection, upstream)
                 self.close_connection = True
 
-        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self.server.daemon_threads = True
-        self.thread = threading.Thread(target=self.server.serve_forever, daemon=True)
-
-    @property
-    def url(self) -> str:
-        return f"http://127.0.0.1:{self.server.server_address[1]}"
-
-    def __enter__(self) -> ForwardProxy:
-        self.thread.start()
-        return self
-
-    def __exit__(
-        self,
-        kind: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        self.server.shutdown()
-        self.server.server_close()
-        self.thread.join(STOP_DEADLINE)
+        super().__init__(Handler)
 
 
 def _tunnel(client: socket.socket, upstream: socket.socket) -> None:

@@ -7,16 +7,14 @@ from __future__ import annotations
 import functools
 import json
 import ssl
-import threading
 import zlib
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from types import TracebackType
 from typing import Any
 
+from tests.tau_bench.llm.local_http import LocalHTTPServer, QuietHandler
+
 DRIP_PAUSE = 0.05  # seconds between the bytes of a reply that never ends
-STOP_DEADLINE = 10.0  # seconds to stop
 
 
 @dataclass
@@ -65,24 +63,17 @@ def gzip_bomb(decoded_mib: int) -> Raw:
     )
 
 
-class RawServer:
+class RawServer(LocalHTTPServer):
     """`with RawServer(answer) as server:` serves `answer()` to every POST at
     `server.base_url` (over TLS with `tls`, a server context); `server.posts` counts the
     requests answered."""
 
     def __init__(self, answer: Callable[[], Raw], tls: ssl.SSLContext | None = None) -> None:
         self.answer = answer
-        self.tls = tls
         self.posts = 0
-        self.stopping = threading.Event()
         owner = self
 
-        class Handler(BaseHTTPRequestHandler):
-            protocol_version = "HTTP/1.1"
-
-            def log_message(self, *args: Any) -> None:
-                return None
-
+        class Handler(QuietHandler):
             def do_POST(self) -> None:
                 self.rfile.read(int(self.headers.get("Content-Length") or 0))
                 owner.posts += 1
@@ -104,28 +95,4 @@ class RawServer:
                     return
                 self.close_connection = not raw.length
 
-        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        if tls is not None:
-            self.server.socket = tls.wrap_socket(self.server.socket, server_side=True)
-        self.server.daemon_threads = True
-        self.thread = threading.Thread(target=self.server.serve_forever, daemon=True)
-
-    @property
-    def base_url(self) -> str:
-        scheme = "https" if self.tls is not None else "http"
-        return f"{scheme}://127.0.0.1:{self.server.server_address[1]}/v1"
-
-    def __enter__(self) -> RawServer:
-        self.thread.start()
-        return self
-
-    def __exit__(
-        self,
-        kind: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        self.stopping.set()
-        self.server.shutdown()
-        self.server.server_close()
-        self.thread.join(STOP_DEADLINE)
+        super().__init__(Handler, tls)

@@ -30,43 +30,31 @@ from tau_bench.llm import (
     set_llm_path,
 )
 from tau_bench.llm.direct_clients import TRANSPORT_ENV
-from tau_bench.llm.retry import RetryPolicy
-from tau_bench.llm.runtime import litellm
+from tests.tau_bench.llm.call_paths import (
+    CALL_DEADLINE,
+    MESSAGES,
+    PATHS,
+    call_once,
+    choose_path,
+    no_wait_policy,
+)
 from tests.tau_bench.llm.raw_server import Raw, RawServer, as_json, chat, gzip_bomb
 
-PATHS = ("litellm", "direct-aiohttp", "direct-httpx")
-MESSAGES = [{"role": "user", "content": "hi"}]
-CALL_DEADLINE = 60.0  # seconds a call may take before the test fails instead of hanging
 MIB = 1 << 20
-
-
-async def _no_sleep(seconds: float) -> None:
-    return None
-
-
-POLICY = RetryPolicy(max_attempts=3, initial_wait=0.0, jitter=0.0, sleep=_no_sleep)
+POLICY = no_wait_policy(3)
 
 
 @pytest.fixture(params=PATHS)
 def path(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> Iterator[str]:
     """Each test on the litellm path and on both transports of the direct path."""
-    name = str(request.param)
-    monkeypatch.setenv(TRANSPORT_ENV, "httpx" if name == "direct-httpx" else "aiohttp")
-    litellm()  # imported before any memory is measured
-    set_llm_path(name.split("-")[0])
-    yield name
+    choose_path(str(request.param), monkeypatch)
+    yield str(request.param)
     set_llm_path("auto")
 
 
 async def call(server: RawServer, **kw: Any) -> Completion | LLMError:
     """One `complete` against `server`: the completion, or the `LLMError` it raised."""
-    config = LLMConfig("openai/gpt-4o-mini", api_base=server.base_url, retry=POLICY, **kw)
-    try:
-        return await asyncio.wait_for(complete(config, MESSAGES), CALL_DEADLINE)
-    except LLMError as exc:
-        return exc
-    finally:
-        await aclose_clients()
+    return await call_once(server.base_url, POLICY, **kw)
 
 
 async def test_a_gzip_bomb_fails_within_the_byte_limit_without_being_decoded(path: str) -> None:

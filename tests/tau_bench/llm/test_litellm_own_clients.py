@@ -35,7 +35,8 @@ from tau_bench.llm.wire import (
     call_limit,
     reply_error,
 )
-from tests.tau_bench.llm.counting_server import STOP_DEADLINE, CountingServer
+from tests.tau_bench.llm.counting_server import CountingServer
+from tests.tau_bench.llm.local_http import STOP_DEADLINE
 from tests.tau_bench.llm.raw_server import Raw, RawServer, as_json, chat, gzip_bomb
 
 MESSAGES = [{"role": "user", "content": "hi"}]
