@@ -35,10 +35,27 @@ class WorkerSetupError(Exception):
 def _setup_error(exc: BaseException) -> WorkerSetupError:
     import ray
 
+    from tau_bench.config import RunConfigError
+
     why = (str(exc).strip().splitlines() or [""])[0]
-    return WorkerSetupError(
-        f"{type(exc).__name__}: {why} (on the node at {ray.util.get_node_ip_address()})"
-    )
+    if not isinstance(exc, RunConfigError):  # a message of ours reads as it is
+        why = f"{type(exc).__name__}: {why}"
+    return WorkerSetupError(f"{why} (on the node at {ray.util.get_node_ip_address()})")
+
+
+def _check_keys(config: Any, provider: Any, tasks: list[Any]) -> None:
+    """Fail the setup in one line when a model's API key is missing on this node, where
+    every episode would otherwise fail with an auth error after the driver's pre-flight
+    passed (the key was exported in the driver's shell only)."""
+    from tau_bench.config import RunConfigError
+    from tau_bench.runner.preflight import missing_keys
+
+    missing = missing_keys(config, provider, tasks)
+    if missing:
+        raise RunConfigError(
+            f"{missing[0]} in this Ray node's environment (a cluster's workers get the "
+            "environment their node's `ray start` ran in, not the driver's; docs/scale.md)"
+        )
 
 
 class EpisodeWorker:
@@ -80,6 +97,8 @@ class EpisodeWorker:
 
             litellm()  # imported now, not in the first episode (its CPU is not an episode's)
         provider = runner._build_provider()
+        if not config.skip_preflight:
+            _check_keys(config, provider, list(runner.plan.tasks.values()))
         await runner._start_tool_server(provider)
         set_llm_path(config.llm_path)
         set_provider_limits(config.provider_limits)
