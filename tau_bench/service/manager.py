@@ -312,8 +312,11 @@ class RunManager:
             raise
         except Exception as exc:
             message = scrub(_error_text(exc), secrets)
-            detail = scrub("".join(traceback.format_exception(exc)), secrets)
-            log.warning("run %s failed: %s\n%s", run_id, message, detail)
+            if _configuration_problem(exc):  # its message says it all
+                log.warning("run %s failed: %s", run_id, message)
+            else:  # a fault: the operator gets where it happened
+                detail = scrub("".join(traceback.format_exception(exc)), secrets)
+                log.warning("run %s failed: %s\n%s", run_id, message, detail)
             self.store.update(run_id, status=FAILED, finished=now_iso(), error=message)
         else:
             self.store.update(
@@ -333,10 +336,16 @@ class RunManager:
             self._pump()
 
 
-def _error_text(exc: BaseException) -> str:
-    """A configuration problem reads as its message; anything else names its type."""
+def _configuration_problem(exc: BaseException) -> bool:
+    """A problem of the run's settings or of what they name (an agent that does not
+    build, a failed pre-flight, a key missing on the Ray nodes), said in one line."""
     from tau_bench.config import RunConfigError
 
-    if isinstance(exc, RunConfigError | ValueError):
+    return isinstance(exc, RunConfigError)
+
+
+def _error_text(exc: BaseException) -> str:
+    """A configuration problem reads as its message; anything else names its type."""
+    if _configuration_problem(exc) or isinstance(exc, ValueError):
         return str(exc)
     return f"{type(exc).__name__}: {exc}"

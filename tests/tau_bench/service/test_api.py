@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import logging
 from pathlib import Path
 from typing import Any
 
@@ -230,6 +231,37 @@ async def _secrets_never_come_back(client: httpx.AsyncClient, key: str, bearer: 
     for url in ("/runs", f"/runs/{view['run_id']}"):
         text = (await client.get(url)).text
         assert key not in text and bearer not in text
+
+
+async def test_the_log_gives_a_configuration_problem_one_line_and_a_fault_its_traceback(
+    tmp_path: Path,
+    failing: None,
+    caplog: pytest.LogCaptureFixture,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    registered = {"agent_strategy": "failing", "agent_options": {"api_key": "sk-live-55556666"}}
+    settings = make_settings(tmp_path / "state", agent_configs={"failing": registered})
+    caplog.set_level(logging.WARNING, logger="tau_bench.service")
+    async with running_app(settings) as client:
+        body = {**ORACLE, "agent_strategy": "failing", "agent_config": "failing", "task_ids": [1]}
+        response = await client.post("/runs", json=body)
+        assert (await finished(client, response.json()["run_id"]))["status"] == "failed"
+        [record] = [r for r in caplog.records if "failed:" in r.getMessage()]
+        assert record.getMessage().count("\n") == 0, record.getMessage()
+        assert "agent strategy 'failing'" in record.getMessage()
+        assert "sk-live-55556666" not in record.getMessage()
+
+        caplog.clear()
+
+        async def fault(*args: Any, **kwargs: Any) -> None:
+            raise RuntimeError("a bug in the harness")
+
+        monkeypatch.setattr("tau_bench.runner.Runner.run", fault)
+        response = await client.post("/runs", json={**ORACLE, "task_ids": [1]})
+        view = await finished(client, response.json()["run_id"])
+        assert view["error"] == "RuntimeError: a bug in the harness"
+        [record] = [r for r in caplog.records if "failed:" in r.getMessage()]
+        assert "Traceback (most recent call last)" in record.getMessage()
 
 
 async def test_cancel_a_running_run_then_resume_it(client: httpx.AsyncClient, gate: Gate) -> None:
