@@ -34,10 +34,12 @@ def choose_path(name: str, monkeypatch: pytest.MonkeyPatch) -> None:
     set_llm_path(name.split("-")[0])
 
 
-async def call_once(api_base: str, retry: RetryPolicy, **config: Any) -> Completion | LLMError:
-    """One `complete` of gpt-4o-mini at `api_base`: the completion, or the `LLMError` it
+async def call_once(
+    api_base: str, retry: RetryPolicy, model: str = "openai/gpt-4o-mini", **config: Any
+) -> Completion | LLMError:
+    """One `complete` of `model` at `api_base`: the completion, or the `LLMError` it
     raised; the loop's clients closed after."""
-    settings = LLMConfig("openai/gpt-4o-mini", api_base=api_base, retry=retry, **config)
+    settings = LLMConfig(model, api_base=api_base, retry=retry, **config)
     try:
         return await asyncio.wait_for(complete(settings, MESSAGES), CALL_DEADLINE)
     except LLMError as exc:

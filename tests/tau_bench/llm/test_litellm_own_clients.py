@@ -25,7 +25,6 @@ from tau_bench.llm import (
     complete,
     set_llm_path,
 )
-from tau_bench.llm.retry import RetryPolicy
 from tau_bench.llm.runtime import litellm
 from tau_bench.llm.wire import (
     CallBoundedSyncTransport,
@@ -35,20 +34,13 @@ from tau_bench.llm.wire import (
     call_limit,
     reply_error,
 )
+from tests.tau_bench.llm.call_paths import CALL_DEADLINE, MESSAGES, call_once, no_wait_policy
 from tests.tau_bench.llm.counting_server import CountingServer
 from tests.tau_bench.llm.local_http import STOP_DEADLINE
 from tests.tau_bench.llm.raw_server import Raw, RawServer, as_json, chat, gzip_bomb
 
-MESSAGES = [{"role": "user", "content": "hi"}]
-CALL_DEADLINE = 60.0  # seconds a call may take before the test fails instead of hanging
 MIB = 1 << 20
-
-
-async def _no_sleep(seconds: float) -> None:
-    return None
-
-
-POLICY = RetryPolicy(max_attempts=3, initial_wait=0.0, jitter=0.0, sleep=_no_sleep)
+POLICY = no_wait_policy(3)
 
 ROUTES = {
     # provider handlers on litellm's `get_async_httpx_client`
@@ -94,14 +86,7 @@ def route(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> It
 
 async def call(base_url: str, model: str, **kw: Any) -> Completion | LLMError:
     """One `complete` against `base_url`: the completion, or the `LLMError` it raised."""
-    extra = {"api_key": "sk-test-not-a-key"}
-    config = LLMConfig(model, api_base=base_url, retry=POLICY, extra=extra, **kw)
-    try:
-        return await asyncio.wait_for(complete(config, MESSAGES), CALL_DEADLINE)
-    except LLMError as exc:
-        return exc
-    finally:
-        await aclose_clients()
+    return await call_once(base_url, POLICY, model, extra={"api_key": "sk-test-not-a-key"}, **kw)
 
 
 def assert_too_large(got: Completion | LLMError, limit: int) -> None:
