@@ -320,6 +320,6 @@ def _hold_runs_ray(
     except ImportError as exc:
         sock.close()
         fail(f"--backend ray: {exc}")
-    except (ConnectionError, TimeoutError, RuntimeError, ValueError) as exc:
+    except (OSError, RuntimeError, ValueError) as exc:  # OSError: ConnectionError, a temp dir
         sock.close()
         fail(f"--backend ray: cannot start or reach {where}: {exc}")

@@ -74,7 +74,7 @@ async def run_on_workers(runner: Runner) -> RunOutcome:
         raise RunConfigError(f"--backend ray: {exc}") from None
     except RunConfigError:
         raise
-    except (ConnectionError, TimeoutError, RuntimeError, ValueError) as exc:
+    except (OSError, RuntimeError, ValueError) as exc:  # OSError: ConnectionError, a temp dir
         where = runner.config.ray_address or "a local Ray"
         raise RunConfigError(f"--backend ray: cannot start or reach {where}: {exc}") from None
     runner.sigterm.claim()  # from `ray.init`'s handlers: SIGTERM stops the run as Ctrl-C

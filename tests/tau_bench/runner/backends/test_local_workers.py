@@ -1,8 +1,10 @@
 """A Ray started on this machine gets at most one worker per CPU: `--workers 200` on a
-laptop (a typo for `--max-concurrency`) would start 200 Python processes."""
+laptop (a typo for `--max-concurrency`) would start 200 Python processes. A local Ray
+that cannot start (its temporary directory cannot be made) is one line too."""
 
 from __future__ import annotations
 
+import os
 import subprocess
 from pathlib import Path
 
@@ -46,3 +48,41 @@ def test_tau_serve_refuses_them_at_start_up(tmp_path: Path) -> None:
     assert done.returncode == 2, done.stderr
     assert "a local Ray runs at most" in done.stderr
     assert not (tmp_path / "state").exists()
+
+
+def _unusable_ray_tmpdir(tmp_path: Path) -> dict[str, str]:
+    """This environment with Ray's temporary directory under a file (it cannot be made)."""
+    blocker = tmp_path / "a-file"
+    blocker.write_text("")
+    return {**os.environ, "RAY_TMPDIR": str(blocker / "ray")}
+
+
+def test_tau_run_says_in_one_line_that_a_local_ray_cannot_start(tmp_path: Path) -> None:
+    error = tau_run_refusal(tmp_path, "--backend", "ray", env=_unusable_ray_tmpdir(tmp_path))
+    assert error.startswith("error: --backend ray: cannot start or reach a local Ray: "), error
+    assert str(tmp_path / "a-file") in error
+
+
+def test_tau_serve_says_it_at_start_up(tmp_path: Path) -> None:
+    state = str(tmp_path / "state")
+    done = subprocess.run(
+        [
+            str(TAU),
+            "serve",
+            "--no-auth",
+            "--backend",
+            "ray",
+            "--workers",
+            "1",
+            "--state-dir",
+            state,
+        ],
+        capture_output=True,
+        text=True,
+        timeout=DEADLINE,
+        check=False,
+        env=_unusable_ray_tmpdir(tmp_path),
+    )
+    assert done.returncode == 2, done.stderr
+    assert "Traceback" not in done.stderr
+    assert "error: --backend ray: cannot start or reach a local Ray: " in done.stderr
