@@ -120,7 +120,15 @@ def reach(address: str, deadline: float = CONNECT_DEADLINE) -> None:
 
         # The address `ray.init` will dial: `auto` resolved, a loopback host made the
         # node's IP.
-        target = split_host_port(canonicalize_bootstrap_address_or_die(address))
+        try:
+            target = split_host_port(canonicalize_bootstrap_address_or_die(address))
+        except ConnectionError:
+            if address != "auto":
+                raise
+            raise ConnectionError(  # Ray's own text names its CLI's `--address`
+                "no Ray cluster runs on this machine (`ray start --head` starts one); give "
+                "a cluster's address, or leave --ray-address out for a local Ray"
+            ) from None
     if target is None:
         return
     host, port = target

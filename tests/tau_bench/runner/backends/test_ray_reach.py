@@ -55,6 +55,22 @@ def test_auto_follows_ray_address_as_ray_init_does(monkeypatch: pytest.MonkeyPat
         reach("auto", deadline=5.0)
 
 
+def test_auto_with_no_cluster_on_this_machine_says_what_to_do(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # No cluster recorded (an empty temp dir) and none running (Ray's process scan
+    # answers nothing, whatever else runs on the machine meanwhile).
+    monkeypatch.delenv("RAY_ADDRESS", raising=False)
+    monkeypatch.setenv("RAY_TMPDIR", str(tmp_path))
+    monkeypatch.setattr("ray._private.services.find_gcs_addresses", lambda: [])
+    with pytest.raises(ConnectionError) as caught:
+        reach("auto", deadline=5.0)
+    assert str(caught.value) == (
+        "no Ray cluster runs on this machine (`ray start --head` starts one); give a "
+        "cluster's address, or leave --ray-address out for a local Ray"
+    )
+
+
 def test_local_is_not_probed() -> None:
     reach("local", deadline=0.001)
 
