@@ -27,26 +27,26 @@ def test_tau_run_refuses_more_local_workers_than_cpus(tmp_path: Path, where: lis
     assert "a local Ray runs at most" in error and "--ray-address" in error
 
 
-def test_tau_serve_refuses_them_at_start_up(tmp_path: Path) -> None:
+def tau_serve_refusal(tmp_path: Path, workers: int, env: dict[str, str] | None = None) -> str:
+    """The stderr of `tau serve --backend ray --workers N` (state in tmp_path/state),
+    after checking it exited with 2 at start-up and printed no traceback."""
+    state = tmp_path / "state"
+    argv = [str(TAU), "serve", "--no-auth", "--backend", "ray", "--workers", str(workers)]
     done = subprocess.run(
-        [
-            str(TAU),
-            "serve",
-            "--no-auth",
-            "--backend",
-            "ray",
-            "--workers",
-            str(machine_cpus() + 1),
-            "--state-dir",
-            str(tmp_path / "state"),
-        ],
+        [*argv, "--state-dir", str(state)],
         capture_output=True,
         text=True,
         timeout=DEADLINE,
         check=False,
+        env=env,
     )
     assert done.returncode == 2, done.stderr
-    assert "a local Ray runs at most" in done.stderr
+    assert "Traceback" not in done.stderr
+    return done.stderr
+
+
+def test_tau_serve_refuses_them_at_start_up(tmp_path: Path) -> None:
+    assert "a local Ray runs at most" in tau_serve_refusal(tmp_path, machine_cpus() + 1)
     assert not (tmp_path / "state").exists()
 
 
@@ -64,25 +64,5 @@ def test_tau_run_says_in_one_line_that_a_local_ray_cannot_start(tmp_path: Path) 
 
 
 def test_tau_serve_says_it_at_start_up(tmp_path: Path) -> None:
-    state = str(tmp_path / "state")
-    done = subprocess.run(
-        [
-            str(TAU),
-            "serve",
-            "--no-auth",
-            "--backend",
-            "ray",
-            "--workers",
-            "1",
-            "--state-dir",
-            state,
-        ],
-        capture_output=True,
-        text=True,
-        timeout=DEADLINE,
-        check=False,
-        env=_unusable_ray_tmpdir(tmp_path),
-    )
-    assert done.returncode == 2, done.stderr
-    assert "Traceback" not in done.stderr
-    assert "error: --backend ray: cannot start or reach a local Ray: " in done.stderr
+    stderr = tau_serve_refusal(tmp_path, 1, env=_unusable_ray_tmpdir(tmp_path))
+    assert "error: --backend ray: cannot start or reach a local Ray: " in stderr
