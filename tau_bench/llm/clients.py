@@ -60,6 +60,31 @@ def tls_settings() -> dict[str, Any]:
     }
 
 
+def openai_account_headers() -> dict[str, str]:
+    """`OpenAI-Organization` and `OpenAI-Project` for OpenAI-format calls: litellm's
+    settings first (`litellm.organization` / `OPENAI_ORGANIZATION`, `litellm.project` /
+    `OPENAI_PROJECT`), then the openai SDK's (`OPENAI_ORG_ID`, `OPENAI_PROJECT_ID`).
+    Both paths send them, so a key of several organizations or projects is billed to
+    the same one whichever path a call takes (litellm's HTTP handler would send none)."""
+    module = litellm()
+    organization = (
+        getattr(module, "organization", None)
+        or os.environ.get("OPENAI_ORGANIZATION")
+        or os.environ.get("OPENAI_ORG_ID")
+    )
+    project = (
+        getattr(module, "project", None)
+        or os.environ.get("OPENAI_PROJECT")
+        or os.environ.get("OPENAI_PROJECT_ID")
+    )
+    headers = {}
+    if organization:
+        headers["OpenAI-Organization"] = str(organization)
+    if project:
+        headers["OpenAI-Project"] = str(project)
+    return headers
+
+
 def _new_client(timeout: float | None, limit: int, *, check_chat: bool) -> Any:
     import httpx
     from litellm.llms.custom_httpx import http_handler as hh

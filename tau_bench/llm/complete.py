@@ -23,7 +23,7 @@ from tau_adapters.protocol import Usage
 from tau_adapters.redaction import redact_text
 from tau_bench.llm import direct
 from tau_bench.llm.classify import classify, missing_key, provider_of, retry_after, status_of
-from tau_bench.llm.clients import client_pool
+from tau_bench.llm.clients import client_pool, openai_account_headers
 from tau_bench.llm.config import LLMConfig
 from tau_bench.llm.direct import use_direct
 from tau_bench.llm.errors import (
@@ -64,6 +64,7 @@ def error_message(exc: BaseException, config: LLMConfig) -> str:
 
 def _arguments(
     config: LLMConfig,
+    provider: str,
     messages: Sequence[Mapping[str, Any]],
     tools: Sequence[Mapping[str, Any]] | None,
     overrides: Mapping[str, Any],
@@ -87,6 +88,10 @@ def _arguments(
     kwargs.update({k: v for k, v in optional.items() if v is not None and v != ""})
     kwargs.update(config.extra)
     kwargs.update(overrides)
+    if provider == "openai":  # as the direct path's client sends them; a caller's win
+        account = openai_account_headers()
+        if account:
+            kwargs["extra_headers"] = {**account, **dict(kwargs.get("extra_headers") or {})}
     return kwargs
 
 
@@ -115,7 +120,7 @@ async def complete(
         )
     if use_direct(config, overrides):
         return await _complete_direct(config, provider, messages, tools, overrides)
-    kwargs = _arguments(config, messages, tools, overrides)
+    kwargs = _arguments(config, provider, messages, tools, overrides)
     # A caller's own client or TLS setting wins over the shared clients.
     pool = (
         None

@@ -3,9 +3,11 @@
 On the openai SDK's aiohttp transport (`httpx-aiohttp`, i.e. `openai[aiohttp]`) one client
 per endpoint pools every connection; without it, or when the environment names a proxy
 for the endpoint (`proxied`), small httpx clients are sharded as for litellm
-(`tau_bench.llm.clients`). TLS is set as litellm sets it (`clients.tls_settings`). Under each `AsyncOpenAI`, an httpx client without the
-per-request work an API call never needs (`lean_client_class`) and, on aiohttp, a leaner
-transport (`lean_transport_class`): a few tenths of a ms of CPU less per call
+(`tau_bench.llm.clients`). TLS is set as litellm sets it (`clients.tls_settings`), and
+the account headers as both paths send them (`clients.openai_account_headers`). Under
+each `AsyncOpenAI`, an httpx client without the per-request work an API call never
+needs (`lean_client_class`) and, on aiohttp, a leaner transport
+(`lean_transport_class`): a few tenths of a ms of CPU less per call
 (docs/performance.md). Every client's reply bodies are bounded (`wire.bound_client`).
 Clients left open when their loop ends are closed quietly (`_drop_sessions`).
 """
@@ -21,7 +23,12 @@ import urllib.request
 import weakref
 from typing import Any
 
-from tau_bench.llm.clients import SHARD_CALLS, aclose_litellm_clients, tls_settings
+from tau_bench.llm.clients import (
+    SHARD_CALLS,
+    aclose_litellm_clients,
+    openai_account_headers,
+    tls_settings,
+)
 from tau_bench.llm.config import DEFAULT_MAX_RESPONSE_BYTES
 
 
@@ -275,7 +282,9 @@ def aiohttp_transport() -> bool:
 
 
 class ClientShards:
-    """The `AsyncOpenAI` clients of one endpoint and key on one event loop.
+    """The `AsyncOpenAI` clients of one endpoint, key and account (`account`: the
+    `OpenAI-Organization` / `OpenAI-Project` headers, `clients.openai_account_headers`)
+    on one event loop.
 
     On aiohttp (`aiohttp_transport()`) that is one client whose connector pools every
     connection. On httpx's own transport each call takes the least-loaded client and a
@@ -283,8 +292,16 @@ class ClientShards:
     a client per request, so small pools keep that scan short (as for the litellm path's
     clients, `tau_bench.llm.clients`)."""
 
-    def __init__(self, url: str, key: str, timeout: float | None, limit: int) -> None:
+    def __init__(
+        self,
+        url: str,
+        key: str,
+        timeout: float | None,
+        limit: int,
+        account: tuple[tuple[str, str], ...] = (),
+    ) -> None:
         self.url, self.key, self.timeout, self.limit = url, key, timeout, limit
+        self.account = dict(account)
         self.clients: list[Any] = []
         self.load: list[int] = []
         self.aiohttp = aiohttp_transport() and not proxied(url)
@@ -314,6 +331,8 @@ class ClientShards:
         return lean_openai_class()(
             base_url=self.url,
             api_key=self.key,
+            organization=self.account.get("OpenAI-Organization"),
+            project=self.account.get("OpenAI-Project"),
             max_retries=0,
             http_client=bound_client(http, self.limit),
         )
@@ -337,17 +356,21 @@ class ClientShards:
             await client.close()
 
 
-_shards: weakref.WeakKeyDictionary[
-    asyncio.AbstractEventLoop, dict[tuple[str, str, int], ClientShards]
-] = weakref.WeakKeyDictionary()
+_ShardsKey = tuple[str, str, int, tuple[tuple[str, str], ...]]
+_shards: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, dict[_ShardsKey, ClientShards]] = (
+    weakref.WeakKeyDictionary()
+)
 
 
 def shards_for(url: str, key: str, timeout: float | None, limit: int) -> ClientShards:
-    """The running loop's clients for an endpoint, key and reply limit (bytes)."""
+    """The running loop's clients for an endpoint, key, reply limit (bytes) and the
+    account headers the environment names now."""
     per_loop = _shards.setdefault(asyncio.get_running_loop(), {})
-    shards = per_loop.get((url, key, limit))
+    account = tuple(openai_account_headers().items())
+    shards = per_loop.get((url, key, limit, account))
     if shards is None:
-        shards = per_loop[(url, key, limit)] = ClientShards(url, key, timeout, limit)
+        shards = ClientShards(url, key, timeout, limit, account)
+        per_loop[(url, key, limit, account)] = shards
         weakref.finalize(asyncio.get_running_loop(), _drop_sessions, shards.transports)
     return shards
 

@@ -66,17 +66,19 @@ def gzip_bomb(decoded_mib: int) -> Raw:
 class RawServer(LocalHTTPServer):
     """`with RawServer(answer) as server:` serves `answer()` to every POST at
     `server.base_url` (over TLS with `tls`, a server context); `server.posts` counts the
-    requests answered."""
+    requests answered, `server.headers` holds each one's headers."""
 
     def __init__(self, answer: Callable[[], Raw], tls: ssl.SSLContext | None = None) -> None:
         self.answer = answer
         self.posts = 0
+        self.headers: list[dict[str, str]] = []
         owner = self
 
         class Handler(QuietHandler):
             def do_POST(self) -> None:
                 self.rfile.read(int(self.headers.get("Content-Length") or 0))
                 owner.posts += 1
+                owner.headers.append(dict(self.headers.items()))
                 raw = owner.answer()
                 self.send_response(raw.status)
                 for key, value in raw.headers.items():
