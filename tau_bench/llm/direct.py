@@ -24,8 +24,10 @@ from typing import Any
 
 import orjson
 
+from tau_adapters.redaction import redact_text
+from tau_bench.llm.classify import provider_of
 from tau_bench.llm.config import LLMConfig
-from tau_bench.llm.direct_clients import shards_for
+from tau_bench.llm.direct_clients import proxy_for, shards_for
 from tau_bench.llm.errors import LLMContextWindowError, LLMError, LLMUnavailableError
 from tau_bench.llm.response import checked_reply, clean_usage_dict
 from tau_bench.llm.runtime import litellm
@@ -121,6 +123,18 @@ def base_url(config: LLMConfig) -> str:
         or os.environ.get("OPENAI_API_BASE")
         or "https://api.openai.com/v1"
     )
+
+
+def endpoint(config: LLMConfig) -> str | None:
+    """Where this process sends an OpenAI-format call of `config`, for messages: the
+    endpoint (`base_url`) and the proxy the environment names for it, passwords masked;
+    None for another provider. A Ray driver compares its own with its workers' (their
+    node's environment may name another endpoint or proxy than the driver's)."""
+    if provider_of(config) != "openai":
+        return None
+    url = base_url(config)
+    proxy = proxy_for(url)
+    return redact_text(f"{url} through the proxy {proxy}" if proxy else url)
 
 
 def api_key(config: LLMConfig) -> str:

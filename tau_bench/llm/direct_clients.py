@@ -32,16 +32,22 @@ from tau_bench.llm.clients import (
 from tau_bench.llm.config import DEFAULT_MAX_RESPONSE_BYTES
 
 
-def proxied(url: str) -> bool:
-    """Whether the environment names a proxy for `url` (`HTTP_PROXY`, `HTTPS_PROXY`,
-    `ALL_PROXY`, not bypassed by `NO_PROXY`). Such an endpoint's direct clients run on
-    httpx's own transport, which reads those variables as the litellm path's httpx
-    clients do; aiohttp's session would ignore them."""
+def proxy_for(url: str) -> str | None:
+    """The proxy the environment names for `url` (`HTTP_PROXY`, `HTTPS_PROXY`,
+    `ALL_PROXY`, unless `NO_PROXY` exempts it), or None."""
     parts = urllib.parse.urlsplit(url)
     proxies = urllib.request.getproxies()
-    if not (proxies.get(parts.scheme) or proxies.get("all")):
-        return False
-    return not urllib.request.proxy_bypass(parts.hostname or "")
+    proxy = proxies.get(parts.scheme) or proxies.get("all")
+    if not proxy or urllib.request.proxy_bypass(parts.hostname or ""):
+        return None
+    return proxy
+
+
+def proxied(url: str) -> bool:
+    """Whether the environment names a proxy for `url` (`proxy_for`). Such an endpoint's
+    direct clients run on httpx's own transport, which reads those variables as the
+    litellm path's httpx clients do; aiohttp's session would ignore them."""
+    return proxy_for(url) is not None
 
 
 @functools.lru_cache(maxsize=1)

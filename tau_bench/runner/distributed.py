@@ -16,6 +16,7 @@ from tau_adapters.registry import UnknownAdapterError, load_builder
 from tau_bench.config import RunConfigError
 from tau_bench.records import EpisodeRecord
 from tau_bench.runner.backends import is_entry_point
+from tau_bench.runner.preflight import run_models
 
 if TYPE_CHECKING:
     from tau_bench.runner.core import Runner, RunOutcome
@@ -63,6 +64,7 @@ async def run_on_workers(runner: Runner) -> RunOutcome:
     try:
         runner._describe(provider)  # the manifest (and a resumed run's agent check)
         await runner._preflight(provider)
+        models = run_models(runner.config, provider, runner.plan.tasks.values())
     finally:
         with contextlib.suppress(Exception):
             await provider.aclose()
@@ -70,6 +72,7 @@ async def run_on_workers(runner: Runner) -> RunOutcome:
     try:  # before the log: a missing extra or a bad address writes nothing
         backend.start()
         await backend.ready()
+        await backend.say_endpoints(models, secrets)
     except ImportError as exc:
         raise RunConfigError(f"--backend ray: {exc}") from None
     except RunConfigError:

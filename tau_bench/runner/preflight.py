@@ -187,22 +187,33 @@ async def run_checks(checks: list[Check], deadline: float = PREFLIGHT_DEADLINE) 
     return [line for line in found if line]
 
 
+def run_models(
+    config: RunConfig, provider: Any, tasks: Iterable[Any] | None = None
+) -> dict[str, Any]:
+    """Each model the run calls (agent, users, judge) as an `LLMConfig`, by its check's
+    label (`agent tool-calling model openai/gpt-4o-mini`)."""
+    from tau_bench.llm import LLMConfig
+
+    models: dict[str, Any] = {}
+    checks = agent_checks(config, provider) + user_checks(config) + judge_checks(config, tasks)
+    for label, check in checks:
+        if isinstance(check, functools.partial) and check.func is _ping:
+            models[label] = LLMConfig.from_options(check.args[0], **check.keywords)
+    return models
+
+
 def missing_keys(config: RunConfig, provider: Any, tasks: Iterable[Any] | None = None) -> list[str]:
     """One line per model of the run (agent, users, judge) whose API key this process's
     environment lacks, with no call made. A Ray worker asks it at setup: the driver's
     pre-flight passed in the driver's environment, and on a cluster the workers have
     their node's instead (a key exported in the driver's shell does not reach them)."""
-    from tau_bench.llm import LLMConfig
     from tau_bench.llm.classify import missing_key, provider_of
 
     lines = []
-    checks = agent_checks(config, provider) + user_checks(config) + judge_checks(config, tasks)
-    for label, check in checks:
-        if isinstance(check, functools.partial) and check.func is _ping:
-            model = LLMConfig.from_options(check.args[0], **check.keywords)
-            missing = missing_key(model, provider_of(model))
-            if missing:
-                lines.append(f"{label}: no API key: set {' or '.join(missing)}")
+    for label, model in run_models(config, provider, tasks).items():
+        missing = missing_key(model, provider_of(model))
+        if missing:
+            lines.append(f"{label}: no API key: set {' or '.join(missing)}")
     return lines
 
 

@@ -67,6 +67,10 @@ CONNECT_DEADLINE = 10.0
 """Seconds a cluster's address gets to accept a connection before the run is refused:
 Ray's own wait for a GCS that is not there is 20 attempts of ~40 s."""
 
+ENDPOINTS_DEADLINE = 60.0
+"""Seconds the workers get to say where their model calls would go (`say_endpoints`;
+the first import of litellm on a node takes a few)."""
+
 Store = Callable[[dict[str, Any], bytes], bool]
 """Takes a finished episode's record data and its log line; True when the run must
 stop (breaker)."""
@@ -479,6 +483,44 @@ class RayBackend:
             cpus,
             START_DEADLINE,
         )
+
+    async def say_endpoints(self, models: dict[str, Any], secrets: list[str]) -> list[str]:
+        """Warn, once per model and endpoint, when the workers on some node would send
+        a model's calls elsewhere than this driver (their node's `OPENAI_BASE_URL` or
+        proxy; its own on purpose, such as a model server per node, or one exported in
+        the driver's shell only). `models`: `LLMConfig`s by label; `secrets` are masked.
+        Returns the warnings; a worker that does not answer within `ENDPOINTS_DEADLINE`
+        is not compared."""
+        from tau_adapters.redaction import redact_text
+        from tau_bench.llm.direct import endpoint
+
+        try:
+            own = {label: endpoint(model) for label, model in models.items()}
+            if not self.actors or not any(own.values()):
+                return []
+            asked = [reply(actor.endpoints.remote(models)) for actor in self.actors]
+            answers = await all_results(asked, ENDPOINTS_DEADLINE)
+        except Exception as exc:  # a notice: never the run's failure
+            _log.debug("workers' endpoints not compared: %s", exc)
+            return []
+        nodes: dict[tuple[str, str], set[str]] = {}
+        for node, theirs in answers:
+            for label, where in theirs.items():
+                if where and where != own.get(label):
+                    nodes.setdefault((label, where), set()).add(node)
+        said = []
+        for (label, where), ips in sorted(nodes.items()):
+            node = "node" if len(ips) == 1 else "nodes"
+            said.append(
+                f"{label}: the workers on the {node} at {', '.join(sorted(ips))} send its "
+                f"calls to {where}, this driver to {own.get(label)} (a cluster's workers "
+                "get their node's environment, not the driver's: OPENAI_BASE_URL, a "
+                "proxy; --api-base and --user-api-base travel with the run; docs/scale.md)"
+            )
+        said = [redact_text(line, secrets) for line in said]
+        for line in said:
+            _log.warning("%s", line)
+        return said
 
     def _leave(self) -> None:
         if self._joined:

@@ -173,6 +173,17 @@ class EpisodeWorker:
         """This worker's process id (tests kill it)."""
         return os.getpid()
 
+    def endpoints(self, models: dict[str, Any]) -> tuple[str, dict[str, str | None]]:
+        """This worker's node, and where its calls of each of `models` (`LLMConfig`s by
+        label) would go from there (`tau_bench.llm.direct.endpoint`): the driver
+        compares them with its own."""
+        import ray
+
+        from tau_bench.llm.direct import endpoint
+
+        found = {label: endpoint(model) for label, model in models.items()}
+        return ray.util.get_node_ip_address(), found
+
     async def close(self) -> dict[str, Any]:
         """Release the agent provider, the tool server and the model clients; return
         where this worker ran, its episodes, their CPU seconds, its peak memory and the
