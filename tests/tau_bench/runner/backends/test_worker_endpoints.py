@@ -2,7 +2,7 @@
 `OPENAI_BASE_URL` (or proxy) exported in the driver's shell only sends the workers' model
 calls elsewhere than the driver's pre-flight went. The run says so, once per model and
 endpoint, before its first episode, and runs: a node may name its own endpoint on
-purpose (a model server per node)."""
+purpose (a model server per node). The same for the OpenAI account it bills."""
 
 from __future__ import annotations
 
@@ -21,6 +21,7 @@ from tests.conftest import DATA_DIR
 
 DEADLINE = 120.0  # seconds the run may take (two workers start on a loaded machine)
 BACKEND_LOG = "tau_bench.runner.backends.ray"
+ACCOUNT_ENV = ("OPENAI_ORGANIZATION", "OPENAI_ORG_ID", "OPENAI_PROJECT", "OPENAI_PROJECT_ID")
 
 
 def config(tmp_path: Path) -> RunConfig:
@@ -54,7 +55,7 @@ def ray_with_workers_env(monkeypatch: pytest.MonkeyPatch):
     """`start(env)`: a local Ray whose workers get `env` on top of the driver's, as a
     node's workers get its `ray start`'s."""
     monkeypatch.setenv("OPENAI_API_KEY", "sk-test-endpoints")
-    for name in ("OPENAI_API_BASE", "HTTP_PROXY", "HTTPS_PROXY", "ALL_PROXY"):
+    for name in ("OPENAI_API_BASE", "HTTP_PROXY", "HTTPS_PROXY", "ALL_PROXY", *ACCOUNT_ENV):
         monkeypatch.delenv(name, raising=False)
 
     def start(env: dict[str, str]) -> None:
@@ -112,3 +113,25 @@ async def test_workers_calling_where_the_driver_does_are_not_mentioned(
         outcome = await asyncio.wait_for(Runner(prepare_run(config(tmp_path))).run(), DEADLINE)
     assert len(outcome.records) == 2 and not any(r.is_error for r in outcome.records)
     assert endpoint_warnings(caplog) == []
+
+
+async def test_workers_billing_another_account_are_named(
+    tmp_path: Path,
+    ray_with_workers_env,
+    monkeypatch: pytest.MonkeyPatch,
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    caplog.set_level(logging.WARNING, logger=BACKEND_LOG)
+    with OpenAIServer(scripted_model) as server:
+        monkeypatch.setenv("OPENAI_BASE_URL", server.base_url)
+        ray_with_workers_env({"OPENAI_BASE_URL": server.base_url, "OPENAI_ORG_ID": "org-node"})
+        monkeypatch.setenv("OPENAI_ORG_ID", "org-driver")
+        outcome = await asyncio.wait_for(Runner(prepare_run(config(tmp_path))).run(), DEADLINE)
+    assert len(outcome.records) == 2 and not any(r.is_error for r in outcome.records)
+    warnings = endpoint_warnings(caplog)
+    assert len(warnings) == 2, warnings
+    for line in warnings:
+        assert (
+            f" send its calls to {server.base_url} (organization org-node), this driver to "
+            f"{server.base_url} (organization org-driver) "
+        ) in line
