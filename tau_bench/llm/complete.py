@@ -28,6 +28,7 @@ from tau_bench.llm.config import LLMConfig
 from tau_bench.llm.direct import use_direct
 from tau_bench.llm.errors import (
     LLMAuthError,
+    LLMBadRequestError,
     LLMError,
     LLMMalformedReplyError,
     LLMUnavailableError,
@@ -109,6 +110,10 @@ async def complete(
     """
     module = litellm()
     provider = provider_of(config)
+    on_direct = use_direct(config, overrides)
+    refused = direct.refusal(config) if on_direct else None
+    if refused:
+        raise LLMBadRequestError(refused, provider=provider, model=config.model, attempts=0)
     missing = missing_key(config, provider)
     if missing:
         raise LLMAuthError(
@@ -118,7 +123,7 @@ async def complete(
             model=config.model,
             attempts=0,
         )
-    if use_direct(config, overrides):
+    if on_direct:
         return await _complete_direct(config, provider, messages, tools, overrides)
     kwargs = _arguments(config, provider, messages, tools, overrides)
     # A caller's own client or TLS setting wins over the shared clients.

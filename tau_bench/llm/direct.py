@@ -8,18 +8,21 @@ in OpenAI's shape, and the price is two numbers of litellm's price map.
 
 The path is taken automatically only where it is exact (`is_exact`): litellm's provider
 is "openai", the model is not one litellm rewrites parameters for (o-series, gpt-5), and
-every extra argument is a plain chat-completions parameter. `set_llm_path("litellm")` or
-`("direct")` (`--llm-path`) forces one path. Retries, error classes, redaction and
-records are those of `tau_bench.llm.complete`; only the transport and pricing differ.
+every extra argument is a plain chat-completions parameter. `--llm-path litellm` or
+`direct` forces one path for a run (`run_llm_path`); `set_llm_path` sets the process's.
+Retries, error classes, redaction and records are those of `tau_bench.llm.complete`;
+only the transport and pricing differ.
 """
 
 from __future__ import annotations
 
+import contextlib
+import contextvars
 import functools
 import itertools
 import json
 import os
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from typing import Any
 
 import orjson
@@ -63,19 +66,37 @@ REWRITTEN_MODELS = ("o1", "o3", "o4", "gpt-5")
 """Model name prefixes whose parameters litellm rewrites (temperature, max_tokens...)."""
 
 _path = "auto"
+_run_path: contextvars.ContextVar[str | None] = contextvars.ContextVar("llm_path", default=None)
+
+
+def _checked(path: str) -> str:
+    if path not in LLM_PATHS:
+        raise ValueError(f"unknown llm path {path!r} (choose from {', '.join(LLM_PATHS)})")
+    return path
 
 
 def set_llm_path(path: str) -> None:
-    """Choose the model-call path of this process: auto (direct where exact), litellm, direct."""
+    """Choose the model-call path of this process: auto (direct where exact), litellm,
+    direct. A run's own path (`run_llm_path`) wins over it while the run goes on."""
     global _path
-    if path not in LLM_PATHS:
-        raise ValueError(f"unknown llm path {path!r} (choose from {', '.join(LLM_PATHS)})")
-    _path = path
+    _path = _checked(path)
+
+
+@contextlib.contextmanager
+def run_llm_path(path: str) -> Iterator[None]:
+    """`path` for the model calls made inside, and in the tasks started inside (a run's
+    pre-flight and episodes): runs going on at once in one process (`tau serve`) keep
+    their own, and the process's path (`set_llm_path`) is left as it was."""
+    token = _run_path.set(_checked(path))
+    try:
+        yield
+    finally:
+        _run_path.reset(token)
 
 
 def llm_path() -> str:
-    """The path in force (`set_llm_path`)."""
-    return _path
+    """The path in force: the run's (`run_llm_path`), else the process's."""
+    return _run_path.get() or _path
 
 
 @functools.lru_cache(maxsize=256)
@@ -106,12 +127,29 @@ def is_exact(config: LLMConfig, overrides: Mapping[str, Any]) -> bool:
 
 
 def use_direct(config: LLMConfig, overrides: Mapping[str, Any]) -> bool:
-    """Whether this call takes the direct path under the process's `llm_path()`."""
-    if _path == "litellm":
+    """Whether this call takes the direct path under `llm_path()`."""
+    path = _run_path.get() or _path
+    if path == "litellm":
         return False
-    if _path == "direct":
+    if path == "direct":
         return True
     return is_exact(config, overrides)
+
+
+def refusal(config: LLMConfig) -> str | None:
+    """Why the direct path cannot make this call, or None. It speaks OpenAI's wire to
+    the endpoint `base_url` finds, so a model litellm routes to another provider
+    (`anthropic/...`, `groq/...`, `azure/...`) would reach OpenAI's API, or the
+    `OPENAI_BASE_URL` server, under a name it does not serve: refused before any call."""
+    provider = _route(config.model, config.provider, config.api_base)[1]
+    if provider == "openai":
+        return None
+    return (
+        f"--llm-path direct sends OpenAI-format calls only, and {config.model} goes to "
+        f"litellm provider {provider or 'unknown'}: name an OpenAI-compatible endpoint's "
+        "model as openai/<name> with its api_base (--api-base, --user-api-base), or "
+        "use --llm-path auto"
+    )
 
 
 def base_url(config: LLMConfig) -> str:

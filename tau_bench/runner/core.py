@@ -519,8 +519,12 @@ class Runner:
         could be written was, `self.outcome` set.
 
         With the Ray backend the episodes run on Ray workers (`runner.distributed`).
-        The cycle collector runs at a run's pace meanwhile (`runner.collector`)."""
-        with run_pace():
+        The cycle collector runs at a run's pace meanwhile (`runner.collector`), and the
+        run's model calls, its pre-flight's included, take its `--llm-path`: its own,
+        beside other runs of the process (`tau serve`)."""
+        from tau_bench.llm.direct import run_llm_path
+
+        with run_pace(), run_llm_path(self.config.llm_path):
             outcome = await self.sigterm.terminating(self._run())
         self.raise_write_error()
         return outcome
@@ -628,9 +632,6 @@ class Runner:
                 pass
             else:
                 set_provider_limits(limits)
-        from tau_bench.llm.direct import set_llm_path
-
-        set_llm_path(self.config.llm_path)  # --llm-path (auto: direct where exact)
         return [self.config.agent_strategy] if limits else []
 
 

@@ -18,6 +18,7 @@ from tau_bench.fakes.openai_server import ChatReply, ChatRequest, OpenAIServer
 from tau_bench.fakes.replay import Replay
 from tau_bench.llm import (
     LLMAuthError,
+    LLMBadRequestError,
     LLMConfig,
     LLMContextWindowError,
     LLMRateLimitError,
@@ -32,7 +33,9 @@ from tau_bench.llm.direct import (
     compact_json,
     encode_body,
     is_exact,
+    refusal,
     request_body,
+    run_llm_path,
     use_direct,
 )
 from tau_bench.llm.direct_clients import TRANSPORT_ENV, aiohttp_transport
@@ -122,6 +125,39 @@ def test_auto_takes_the_direct_path_only_where_it_is_exact() -> None:
     assert use_direct(LLMConfig("anthropic/claude-3-5-sonnet-20241022"), {})
     with pytest.raises(ValueError, match="unknown llm path"):
         set_llm_path("fast")
+
+
+@pytest.mark.parametrize(
+    "model",
+    ["anthropic/claude-3-5-haiku-latest", "groq/llama3-8b-8192", "azure/my-deployment"],
+)
+async def test_forced_direct_refuses_a_model_of_another_provider_before_any_call(
+    model: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """It would reach OpenAI's API (or `OPENAI_BASE_URL`'s server) under a name that
+    server does not serve; the key check does not come first either (a key would not
+    help)."""
+    for name in ("ANTHROPIC_API_KEY", "GROQ_API_KEY", "AZURE_API_KEY"):
+        monkeypatch.delenv(name, raising=False)
+    with OpenAIServer(lambda request: ChatReply(text="never")) as server:
+        monkeypatch.setenv("OPENAI_BASE_URL", server.base_url)
+        with run_llm_path("direct"), pytest.raises(LLMBadRequestError) as refused:
+            await complete(LLMConfig(model), [{"role": "user", "content": "hi"}])
+        served = len(server.requests)
+    assert served == 0
+    assert str(refused.value).startswith(
+        f"--llm-path direct sends OpenAI-format calls only, and {model} goes to litellm "
+        f"provider {model.split('/')[0]}: name an OpenAI-compatible endpoint's model as "
+        "openai/<name> with its api_base"
+    )
+    assert refused.value.attempts == 0 and not refused.value.retryable
+
+
+def test_forced_direct_takes_any_openai_format_model() -> None:
+    base = "http://127.0.0.1:1/v1"
+    assert refusal(LLMConfig("o3-mini")) is None  # not exact, but OpenAI's
+    assert refusal(LLMConfig("openai/claude-via-gateway", api_base=base)) is None
+    assert refusal(LLMConfig("claude-via-gateway", provider="openai", api_base=base)) is None
 
 
 async def test_both_paths_send_the_same_body_and_return_the_same_completion() -> None:
