@@ -73,22 +73,43 @@ def ray_with_workers_env(monkeypatch: pytest.MonkeyPatch):
         ray.shutdown()
 
 
+async def run_with(
+    tmp_path: Path,
+    start_ray,
+    monkeypatch: pytest.MonkeyPatch,
+    caplog: pytest.LogCaptureFixture,
+    workers_env: dict[str, str],
+    driver_env: dict[str, str],
+) -> list[str]:
+    """Run two episodes on a Ray whose workers get `workers_env` while the driver has
+    `driver_env`; the endpoint warnings the run gave. Every episode must succeed."""
+    caplog.set_level(logging.WARNING, logger=BACKEND_LOG)
+    start_ray(workers_env)
+    for name, value in driver_env.items():  # exported in the driver's shell only
+        monkeypatch.setenv(name, value)
+    outcome = await asyncio.wait_for(Runner(prepare_run(config(tmp_path))).run(), DEADLINE)
+    assert len(outcome.records) == 2 and not any(r.is_error for r in outcome.records)
+    return endpoint_warnings(caplog)
+
+
 async def test_workers_sending_a_model_s_calls_elsewhere_are_named_and_the_run_goes_on(
     tmp_path: Path,
     ray_with_workers_env,
     monkeypatch: pytest.MonkeyPatch,
     caplog: pytest.LogCaptureFixture,
 ) -> None:
-    caplog.set_level(logging.WARNING, logger=BACKEND_LOG)
     with OpenAIServer(scripted_model) as nodes, OpenAIServer(scripted_model) as drivers:
-        ray_with_workers_env({"OPENAI_BASE_URL": nodes.base_url})
-        monkeypatch.setenv("OPENAI_BASE_URL", drivers.base_url)  # the driver's shell only
-        outcome = await asyncio.wait_for(Runner(prepare_run(config(tmp_path))).run(), DEADLINE)
+        warnings = await run_with(
+            tmp_path,
+            ray_with_workers_env,
+            monkeypatch,
+            caplog,
+            {"OPENAI_BASE_URL": nodes.base_url},
+            {"OPENAI_BASE_URL": drivers.base_url},
+        )
         to_driver, to_nodes = drivers.stats()["requests"], nodes.stats()["requests"]
-    assert len(outcome.records) == 2 and not any(r.is_error for r in outcome.records)
     assert to_driver == 2  # the pre-flight's agent and user checks
     assert to_nodes > 2  # the episodes
-    warnings = endpoint_warnings(caplog)
     assert len(warnings) == 2, warnings  # once per model, not once per worker
     agent, user = sorted(warnings)
     assert agent.startswith(
@@ -100,38 +121,40 @@ async def test_workers_sending_a_model_s_calls_elsewhere_are_named_and_the_run_g
         assert "--api-base and --user-api-base travel with the run; docs/scale.md" in line
 
 
-async def test_workers_calling_where_the_driver_does_are_not_mentioned(
+@pytest.mark.parametrize(
+    ("workers_account", "driver_account", "said"),
+    [
+        ({}, {}, None),
+        (
+            {"OPENAI_ORG_ID": "org-node"},
+            {"OPENAI_ORG_ID": "org-driver"},
+            "{url} (organization org-node), this driver to {url} (organization org-driver) ",
+        ),
+    ],
+    ids=["same-settings", "another-account"],
+)
+async def test_workers_calling_as_the_driver_does_are_not_mentioned_another_account_is(
     tmp_path: Path,
     ray_with_workers_env,
     monkeypatch: pytest.MonkeyPatch,
     caplog: pytest.LogCaptureFixture,
+    workers_account: dict[str, str],
+    driver_account: dict[str, str],
+    said: str | None,
 ) -> None:
-    caplog.set_level(logging.WARNING, logger=BACKEND_LOG)
     with OpenAIServer(scripted_model) as server:
-        monkeypatch.setenv("OPENAI_BASE_URL", server.base_url)
-        ray_with_workers_env({"OPENAI_BASE_URL": server.base_url})
-        outcome = await asyncio.wait_for(Runner(prepare_run(config(tmp_path))).run(), DEADLINE)
-    assert len(outcome.records) == 2 and not any(r.is_error for r in outcome.records)
-    assert endpoint_warnings(caplog) == []
-
-
-async def test_workers_billing_another_account_are_named(
-    tmp_path: Path,
-    ray_with_workers_env,
-    monkeypatch: pytest.MonkeyPatch,
-    caplog: pytest.LogCaptureFixture,
-) -> None:
-    caplog.set_level(logging.WARNING, logger=BACKEND_LOG)
-    with OpenAIServer(scripted_model) as server:
-        monkeypatch.setenv("OPENAI_BASE_URL", server.base_url)
-        ray_with_workers_env({"OPENAI_BASE_URL": server.base_url, "OPENAI_ORG_ID": "org-node"})
-        monkeypatch.setenv("OPENAI_ORG_ID", "org-driver")
-        outcome = await asyncio.wait_for(Runner(prepare_run(config(tmp_path))).run(), DEADLINE)
-    assert len(outcome.records) == 2 and not any(r.is_error for r in outcome.records)
-    warnings = endpoint_warnings(caplog)
+        url = {"OPENAI_BASE_URL": server.base_url}
+        warnings = await run_with(
+            tmp_path,
+            ray_with_workers_env,
+            monkeypatch,
+            caplog,
+            {**url, **workers_account},
+            {**url, **driver_account},
+        )
+    if said is None:
+        assert warnings == []
+        return
     assert len(warnings) == 2, warnings
     for line in warnings:
-        assert (
-            f" send its calls to {server.base_url} (organization org-node), this driver to "
-            f"{server.base_url} (organization org-driver) "
-        ) in line
+        assert f" send its calls to {said.format(url=server.base_url)}" in line
