@@ -163,14 +163,22 @@ async def test_resume_across_backends_runs_only_the_missing_episodes(tmp_path):
     assert set(keys[:3]) == done
 
 
+def all_episode_workers() -> list[psutil.Process]:
+    """The episode-worker processes of every Ray on this machine (failure messages)."""
+    return [p for p in psutil.process_iter() if is_episode_worker(p)]
+
+
+def is_episode_worker(proc: psutil.Process) -> bool:
+    try:
+        return "EpisodeWorker" in " ".join(proc.cmdline())
+    except psutil.Error:  # exited, or a zombie not reaped yet
+        return False
+
+
 def episode_workers() -> list[psutil.Process]:
-    """The Ray episode-worker processes alive on this machine."""
-    found = []
-    for proc in psutil.process_iter(["cmdline"]):
-        cmd = " ".join(proc.info.get("cmdline") or [])
-        if "EpisodeWorker" in cmd:
-            found.append(proc)
-    return found
+    """The episode-worker processes of this module's Ray: descendants of this process
+    (its raylet's workers), so that a worker of another Ray on the machine is not one."""
+    return [p for p in psutil.Process().children(recursive=True) if is_episode_worker(p)]
 
 
 def gone(proc: psutil.Process) -> bool:
@@ -191,6 +199,26 @@ async def wait_until(condition: Any, what: str) -> None:
         await asyncio.sleep(0.02)
 
 
+async def mid_run(run: asyncio.Future[Any], server: OpenAIServer, requests: int) -> None:
+    """Wait until both workers are up and `requests` model calls have reached `server`.
+    On failure the run is cancelled first, so that its workers do not hold the module's
+    CPUs through the tests after this one; the message says what was seen."""
+    try:
+        await wait_until(
+            lambda: len(episode_workers()) == 2 and server.stats()["requests"] >= requests,
+            "two workers calling the model",
+        )
+    except AssertionError as exc:
+        seen = (
+            f"{exc}: worker processes {[p.pid for p in episode_workers()]}, all "
+            f"{[p.pid for p in all_episode_workers()]}; {server.stats()['requests']} of "
+            f"{requests} requests; the run done: {run.done()}"
+        )
+        run.cancel()
+        await asyncio.wait([run], timeout=DEADLINE)
+        raise AssertionError(seen) from None
+
+
 async def test_a_killed_worker_has_its_episodes_rerun_and_nothing_duplicated(tmp_path):
     with OpenAIServer(scripted_model, latency=0.2) as server:
         reference = await run_config(
@@ -201,11 +229,7 @@ async def test_a_killed_worker_has_its_episodes_rerun_and_nothing_duplicated(tmp
         )
         before = server.stats()["requests"]
         run = asyncio.ensure_future(run_config(config))
-        # Mid-run: both workers are up and model calls are under way.
-        await wait_until(
-            lambda: len(episode_workers()) == 2 and server.stats()["requests"] >= before + 4,
-            "two workers calling the model",
-        )
+        await mid_run(run, server, before + 4)
         victim = episode_workers()[0]
         os.kill(victim.pid, signal.SIGKILL)
         outcome = await asyncio.wait_for(run, DEADLINE)
@@ -228,10 +252,7 @@ async def test_a_worker_that_stays_dead_leaves_its_episodes_to_resume(tmp_path, 
             tmp_path, server.base_url, task_ids=[0, 1, 2, 3], run_name="dead", workers=2
         )
         run = asyncio.ensure_future(run_config(config))
-        await wait_until(
-            lambda: len(episode_workers()) == 2 and server.stats()["requests"] >= 4,
-            "two workers calling the model",
-        )
+        await mid_run(run, server, 4)
         victim = episode_workers()[0]
         os.kill(victim.pid, signal.SIGKILL)
         outcome = await asyncio.wait_for(run, DEADLINE)

@@ -3,10 +3,12 @@ and never a file written where it should not be (the installed console script)."
 
 from __future__ import annotations
 
+import os
 import shutil
 import subprocess
 from pathlib import Path
 
+from tau_bench.fakes.openai_server import ChatReply, OpenAIServer
 from tests.conftest import DATA_DIR
 
 TAU = str(Path(__file__).resolve().parents[3] / ".venv" / "bin" / "tau")
@@ -75,3 +77,36 @@ def test_absurd_trial_counts_are_refused_before_any_work(tmp_path: Path) -> None
     )
     _one_line(proc, "episodes in one run")
     assert not list(tmp_path.iterdir())
+
+
+def test_direct_path_refuses_another_providers_model_before_any_call(tmp_path: Path) -> None:
+    """`--llm-path direct` sends OpenAI-format calls only: a model litellm routes to
+    another provider is refused at the pre-flight, key check included, and no request
+    reaches the OpenAI endpoint in force (where the old code sent it)."""
+    model = "anthropic/claude-3-5-haiku-latest"
+    logs = tmp_path / "logs"
+    with OpenAIServer(lambda request: ChatReply(text="hi")) as server:
+        env = {**os.environ, "OPENAI_BASE_URL": server.base_url, "OPENAI_API_KEY": "sk-o-1234"}
+        env["ANTHROPIC_API_KEY"] = "sk-ant-1234"
+        args = ["--env", "airline", "--agent-strategy", "tool-calling", "--model", model]
+        args += ["--user-strategy", "scripted", "--llm-path", "direct", "--task-ids", "0"]
+        args += ["--data-dir", str(DATA_DIR), "--log-dir", str(logs)]
+        proc = subprocess.run(
+            [TAU, "run", *args],
+            capture_output=True,
+            text=True,
+            timeout=120,
+            env=env,
+            check=False,
+        )
+        requests = server.stats()["requests"]
+    assert proc.returncode == 2, proc.stderr
+    assert "Traceback" not in proc.stderr
+    assert proc.stderr.strip().splitlines() == [
+        "error: pre-flight failed, no episode was run (--skip-preflight to run anyway):",
+        f"  agent tool-calling model {model}: --llm-path direct sends OpenAI-format calls "
+        f"only, and {model} goes to litellm provider anthropic: name an OpenAI-compatible "
+        "endpoint's model as openai/<name> with its api_base (--api-base, --user-api-base), "
+        "or use --llm-path auto",
+    ]
+    assert requests == 0 and not logs.exists()
