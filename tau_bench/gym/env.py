@@ -19,6 +19,7 @@ workers that drive many environments at once (one env per concurrent episode).
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import copy
 from collections.abc import Awaitable
 from concurrent.futures import ThreadPoolExecutor
@@ -34,6 +35,7 @@ from tau_bench.episode import bind_user, score_episode
 from tau_bench.gym.actions import parse_action
 from tau_bench.gym.pool import Ref, domain_list, label, parse_ref
 from tau_bench.gym.spaces import MAX_TEXT_LENGTH, ConversationText
+from tau_bench.llm import LLM_PATHS, run_llm_path
 from tau_bench.suites import Domain, EpisodeEnv, load_domain
 from tau_bench.tasks import Task
 from tau_bench.users import USER_STRATEGIES, UnknownUserStrategyError, build_user
@@ -79,7 +81,9 @@ class TauBenchEnv(gymnasium.Env[str, Any]):
     (the tasks a reset without `task_id` draws from, "domain/N" with several domains;
     default all of the split; an id of another domain or out of range is a ValueError),
     `data_dir` (default `$TAU_BENCH_DATA`), `render_mode` ("ansi" or None),
-    `judge_model` (τ³ domains: the NL-assertion judge, `assume-met` offline).
+    `judge_model` (τ³ domains: the NL-assertion judge, `assume-met` offline),
+    `llm_path` (auto, litellm, direct: the path of this env's model calls, as `tau run
+    --llm-path`; default the process's, `tau_bench.llm.set_llm_path`).
     """
 
     metadata: dict[str, Any] = {"render_modes": ["ansi"], "render_fps": 4}  # noqa: RUF012
@@ -101,6 +105,7 @@ class TauBenchEnv(gymnasium.Env[str, Any]):
         data_dir: str | None = None,
         render_mode: str | None = None,
         judge_model: str | None = None,
+        llm_path: str | None = None,
     ) -> None:
         if user_strategy not in USER_STRATEGIES:
             raise UnknownUserStrategyError(
@@ -110,6 +115,9 @@ class TauBenchEnv(gymnasium.Env[str, Any]):
             raise ValueError("max_turns must be at least 1")
         if render_mode is not None and render_mode not in self.metadata["render_modes"]:
             raise ValueError(f"unknown render mode {render_mode!r} (available: ansi)")
+        if llm_path is not None and llm_path not in LLM_PATHS:
+            raise ValueError(f"unknown llm path {llm_path!r} (available: {', '.join(LLM_PATHS)})")
+        self.llm_path = llm_path
         self.data_dir = data_dir
         self.judge_model = judge_model
         self.domain_names = domain_list(domain)
@@ -201,6 +209,22 @@ class TauBenchEnv(gymnasium.Env[str, Any]):
         self, *, seed: int | None = None, options: dict[str, Any] | None = None
     ) -> tuple[str, dict[str, Any]]:
         """`reset` on the caller's event loop."""
+        with self._path():
+            return await self._reset(seed, options)
+
+    async def async_step(self, action: Any) -> tuple[str, float, bool, bool, dict[str, Any]]:
+        """`step` on the caller's event loop."""
+        with self._path():
+            return await self._step(action)
+
+    def _path(self) -> contextlib.AbstractContextManager[None]:
+        """This env's `llm_path` for the model calls made inside (the user's, the
+        judge's), leaving other code on the caller's loop on its own."""
+        return contextlib.nullcontext() if self.llm_path is None else run_llm_path(self.llm_path)
+
+    async def _reset(
+        self, seed: int | None, options: dict[str, Any] | None
+    ) -> tuple[str, dict[str, Any]]:
         super().reset(seed=seed)
         opts = dict(options or {})
         unknown = sorted(set(opts) - RESET_OPTIONS)
@@ -254,8 +278,7 @@ class TauBenchEnv(gymnasium.Env[str, Any]):
         }
         return self._observation(first, info), info
 
-    async def async_step(self, action: Any) -> tuple[str, float, bool, bool, dict[str, Any]]:
-        """`step` on the caller's event loop."""
+    async def _step(self, action: Any) -> tuple[str, float, bool, bool, dict[str, Any]]:
         episode = self._episode
         if episode is None or episode.done:
             raise ResetNeeded("call reset() before step() (the episode is over)")

@@ -16,9 +16,9 @@ from tau_bench.fakes.openai_server import OpenAIServer
 from tau_bench.llm import llm_path, set_llm_path
 from tau_bench.runner import Runner, prepare_run
 from tests.conftest import DATA_DIR
+from tests.tau_bench.llm.clients_seen import clients
 
 DEADLINE = 120.0  # seconds a run may take
-CLIENTS = {"litellm": "litellm/", "direct": "AsyncOpenAI/"}  # user agents' beginnings
 
 
 def config(path: str, server: OpenAIServer, log_dir: Path) -> RunConfig:
@@ -37,14 +37,6 @@ def config(path: str, server: OpenAIServer, log_dir: Path) -> RunConfig:
         log_dir=str(log_dir),
         quiet=True,
     )
-
-
-def clients(server: OpenAIServer) -> set[str]:
-    """The paths the server's requests came by."""
-    agents = {r.headers.get("user-agent", "") for r in server.requests}
-    return {p for p, start in CLIENTS.items() for a in agents if a.startswith(start)} | {
-        a for a in agents if not a.startswith(tuple(CLIENTS.values()))
-    }
 
 
 @pytest.fixture(autouse=True)
