@@ -27,11 +27,8 @@ from typing import Any
 
 import orjson
 
-from tau_adapters.redaction import redact_text
-from tau_bench.llm.classify import provider_of
-from tau_bench.llm.clients import openai_account_headers
 from tau_bench.llm.config import LLMConfig
-from tau_bench.llm.direct_clients import proxy_for, shards_for
+from tau_bench.llm.direct_clients import shards_for
 from tau_bench.llm.errors import LLMContextWindowError, LLMError, LLMUnavailableError
 from tau_bench.llm.response import checked_reply, clean_usage_dict
 from tau_bench.llm.runtime import litellm
@@ -162,26 +159,6 @@ def base_url(config: LLMConfig) -> str:
         or os.environ.get("OPENAI_API_BASE")
         or "https://api.openai.com/v1"
     )
-
-
-def endpoint(config: LLMConfig) -> str | None:
-    """Where this process sends an OpenAI-format call of `config`, for messages: the
-    endpoint (`base_url`), the proxy the environment names for it and the account the
-    call is billed to (`clients.openai_account_headers`), passwords masked; None for
-    another provider. A Ray driver compares its own with its workers' (their node's
-    environment may name another endpoint, proxy or account than the driver's)."""
-    if provider_of(config) != "openai":
-        return None
-    url = base_url(config)
-    where = url
-    proxy = proxy_for(url)
-    if proxy:
-        where += f" through the proxy {proxy}"
-    account = openai_account_headers()
-    if account:
-        named = {"OpenAI-Organization": "organization", "OpenAI-Project": "project"}
-        where += f" ({', '.join(f'{named[k]} {v}' for k, v in account.items())})"
-    return redact_text(where)
 
 
 def api_key(config: LLMConfig) -> str:

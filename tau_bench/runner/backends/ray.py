@@ -486,13 +486,14 @@ class RayBackend:
 
     async def say_endpoints(self, models: dict[str, Any], secrets: list[str]) -> list[str]:
         """Warn, once per model and endpoint, when the workers on some node would send
-        a model's calls elsewhere than this driver (their node's `OPENAI_BASE_URL`,
-        proxy or OpenAI account; its own on purpose, such as a model server per node, or one exported in
-        the driver's shell only). `models`: `LLMConfig`s by label; `secrets` are masked.
-        Returns the warnings; a worker that does not answer within `ENDPOINTS_DEADLINE`
-        is not compared."""
+        a model's calls elsewhere than this driver (their node's endpoint setting, such
+        as `OPENAI_BASE_URL` or `ANTHROPIC_API_BASE`, proxy or OpenAI account: its own
+        on purpose, such as a model server per node, or one exported in the driver's
+        shell only). `models`: `LLMConfig`s by label; `secrets` are masked. Returns the
+        warnings; a worker that does not answer within `ENDPOINTS_DEADLINE` is not
+        compared."""
         from tau_adapters.redaction import redact_text
-        from tau_bench.llm.direct import endpoint
+        from tau_bench.llm.endpoints import endpoint
 
         try:
             own = {label: endpoint(model) for label, model in models.items()}
@@ -514,9 +515,9 @@ class RayBackend:
             said.append(
                 f"{label}: the workers on the {node} at {', '.join(sorted(ips))} send its "
                 f"calls to {where}, this driver to {own.get(label)} (a cluster's workers "
-                "get their node's environment, not the driver's: OPENAI_BASE_URL, a "
-                "proxy, OPENAI_ORG_ID; --api-base and --user-api-base travel with the run; "
-                "docs/scale.md)"
+                "get their node's environment, not the driver's: OPENAI_BASE_URL or "
+                "another provider's endpoint setting, a proxy, OPENAI_ORG_ID; --api-base "
+                "and --user-api-base travel with the run; docs/scale.md)"
             )
         said = [redact_text(line, secrets) for line in said]
         for line in said:

@@ -175,11 +175,11 @@ class EpisodeWorker:
 
     def endpoints(self, models: dict[str, Any]) -> tuple[str, dict[str, str | None]]:
         """This worker's node, and where its calls of each of `models` (`LLMConfig`s by
-        label) would go from there (`tau_bench.llm.direct.endpoint`): the driver
+        label) would go from there (`tau_bench.llm.endpoints.endpoint`): the driver
         compares them with its own."""
         import ray
 
-        from tau_bench.llm.direct import endpoint
+        from tau_bench.llm.endpoints import endpoint
 
         found = {label: endpoint(model) for label, model in models.items()}
         return ray.util.get_node_ip_address(), found

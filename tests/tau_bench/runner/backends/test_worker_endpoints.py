@@ -7,8 +7,12 @@ purpose (a model server per node). The same for the OpenAI account it bills."""
 from __future__ import annotations
 
 import asyncio
+import json
 import logging
+import threading
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
+from typing import Any
 
 import pytest
 import ray
@@ -22,10 +26,11 @@ from tests.conftest import DATA_DIR
 DEADLINE = 120.0  # seconds the run may take (two workers start on a loaded machine)
 BACKEND_LOG = "tau_bench.runner.backends.ray"
 ACCOUNT_ENV = ("OPENAI_ORGANIZATION", "OPENAI_ORG_ID", "OPENAI_PROJECT", "OPENAI_PROJECT_ID")
+MORE_ENV = (*ACCOUNT_ENV, "ANTHROPIC_API_BASE", "ANTHROPIC_BASE_URL")
 
 
-def config(tmp_path: Path) -> RunConfig:
-    return RunConfig(
+def config(tmp_path: Path, **fields: Any) -> RunConfig:
+    base: dict[str, Any] = dict(
         env="airline",
         agent_strategy="tool-calling",
         model="openai/gpt-4o-mini",
@@ -38,6 +43,57 @@ def config(tmp_path: Path) -> RunConfig:
         log_dir=str(tmp_path / "results"),
         quiet=True,
     )
+    return RunConfig(**{**base, **fields})
+
+
+class AnthropicModel(ThreadingHTTPServer):
+    """A model speaking Anthropic's messages API on 127.0.0.1 that says goodbye to
+    everything; `calls` counts the requests it answered."""
+
+    def __init__(self) -> None:
+        super().__init__(("127.0.0.1", 0), _Messages)
+        self.calls = 0
+        self._thread = threading.Thread(target=self.serve_forever, daemon=True)
+
+    @property
+    def base_url(self) -> str:
+        return f"http://127.0.0.1:{self.server_address[1]}"
+
+    def __enter__(self) -> AnthropicModel:
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.shutdown()
+        self.server_close()
+        self._thread.join(timeout=DEADLINE)
+
+
+class _Messages(BaseHTTPRequestHandler):
+    server: AnthropicModel
+
+    def do_POST(self) -> None:
+        self.rfile.read(int(self.headers.get("content-length") or 0))
+        self.server.calls += 1
+        message = {
+            "id": f"msg_{self.server.calls}",
+            "type": "message",
+            "role": "assistant",
+            "model": "claude-3-5-haiku-latest",
+            "content": [{"type": "text", "text": "Thank you, goodbye."}],
+            "stop_reason": "end_turn",
+            "stop_sequence": None,
+            "usage": {"input_tokens": 12, "output_tokens": 4},
+        }
+        body = json.dumps(message).encode()
+        self.send_response(200)
+        self.send_header("content-type", "application/json")
+        self.send_header("content-length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
+
+    def log_message(self, *args: Any) -> None:
+        pass
 
 
 def endpoint_warnings(caplog: pytest.LogCaptureFixture) -> list[str]:
@@ -55,7 +111,7 @@ def ray_with_workers_env(monkeypatch: pytest.MonkeyPatch):
     """`start(env)`: a local Ray whose workers get `env` on top of the driver's, as a
     node's workers get its `ray start`'s."""
     monkeypatch.setenv("OPENAI_API_KEY", "sk-test-endpoints")
-    for name in ("OPENAI_API_BASE", "HTTP_PROXY", "HTTPS_PROXY", "ALL_PROXY", *ACCOUNT_ENV):
+    for name in ("OPENAI_API_BASE", "HTTP_PROXY", "HTTPS_PROXY", "ALL_PROXY", *MORE_ENV):
         monkeypatch.delenv(name, raising=False)
 
     def start(env: dict[str, str]) -> None:
@@ -80,14 +136,17 @@ async def run_with(
     caplog: pytest.LogCaptureFixture,
     workers_env: dict[str, str],
     driver_env: dict[str, str],
+    **fields: Any,
 ) -> list[str]:
-    """Run two episodes on a Ray whose workers get `workers_env` while the driver has
-    `driver_env`; the endpoint warnings the run gave. Every episode must succeed."""
+    """Run two episodes (`config` with `fields`) on a Ray whose workers get `workers_env`
+    while the driver has `driver_env`; the endpoint warnings the run gave. Every episode
+    must succeed."""
     caplog.set_level(logging.WARNING, logger=BACKEND_LOG)
     start_ray(workers_env)
     for name, value in driver_env.items():  # exported in the driver's shell only
         monkeypatch.setenv(name, value)
-    outcome = await asyncio.wait_for(Runner(prepare_run(config(tmp_path))).run(), DEADLINE)
+    run = Runner(prepare_run(config(tmp_path, **fields))).run()
+    outcome = await asyncio.wait_for(run, DEADLINE)
     assert len(outcome.records) == 2 and not any(r.is_error for r in outcome.records)
     return endpoint_warnings(caplog)
 
@@ -158,3 +217,35 @@ async def test_workers_calling_as_the_driver_does_are_not_mentioned_another_acco
     assert len(warnings) == 2, warnings
     for line in warnings:
         assert f" send its calls to {said.format(url=server.base_url)}" in line
+
+
+async def test_another_provider_s_endpoint_setting_on_the_nodes_is_named(
+    tmp_path: Path,
+    ray_with_workers_env,
+    monkeypatch: pytest.MonkeyPatch,
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    model = "anthropic/claude-3-5-haiku-latest"
+    key = {"ANTHROPIC_API_KEY": "sk-ant-test-endpoints"}
+    with AnthropicModel() as nodes, AnthropicModel() as drivers:
+        warnings = await run_with(
+            tmp_path,
+            ray_with_workers_env,
+            monkeypatch,
+            caplog,
+            {**key, "ANTHROPIC_API_BASE": nodes.base_url},
+            {**key, "ANTHROPIC_API_BASE": drivers.base_url},
+            model=model,
+            user_strategy="scripted",
+        )
+        to_driver, to_nodes = drivers.calls, nodes.calls
+    assert to_driver == 1 and to_nodes >= 2  # the pre-flight's check; the episodes
+    assert warnings == [
+        f"agent tool-calling model {model}: the workers on the node at "
+        f"{ray.util.get_node_ip_address()} send its calls to litellm's "
+        f"anthropic endpoint (ANTHROPIC_API_BASE={nodes.base_url}), this driver to "
+        f"litellm's anthropic endpoint (ANTHROPIC_API_BASE={drivers.base_url}) (a "
+        "cluster's workers get their node's environment, not the driver's: "
+        "OPENAI_BASE_URL or another provider's endpoint setting, a proxy, OPENAI_ORG_ID; "
+        "--api-base and --user-api-base travel with the run; docs/scale.md)"
+    ]
