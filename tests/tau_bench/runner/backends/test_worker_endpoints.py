@@ -9,8 +9,6 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
-import threading
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
 
@@ -22,6 +20,7 @@ from tau_bench.config import RunConfig
 from tau_bench.fakes.openai_server import OpenAIServer
 from tau_bench.runner import Runner, prepare_run
 from tests.conftest import DATA_DIR
+from tests.tau_bench.llm.local_http import LocalHTTPServer, QuietHandler
 
 DEADLINE = 120.0  # seconds the run may take (two workers start on a loaded machine)
 BACKEND_LOG = "tau_bench.runner.backends.ray"
@@ -46,54 +45,37 @@ def config(tmp_path: Path, **fields: Any) -> RunConfig:
     return RunConfig(**{**base, **fields})
 
 
-class AnthropicModel(ThreadingHTTPServer):
+class AnthropicModel(LocalHTTPServer):
     """A model speaking Anthropic's messages API on 127.0.0.1 that says goodbye to
     everything; `calls` counts the requests it answered."""
 
     def __init__(self) -> None:
-        super().__init__(("127.0.0.1", 0), _Messages)
+        owner = self
         self.calls = 0
-        self._thread = threading.Thread(target=self.serve_forever, daemon=True)
 
-    @property
-    def base_url(self) -> str:
-        return f"http://127.0.0.1:{self.server_address[1]}"
+        class Messages(QuietHandler):
+            def do_POST(self) -> None:
+                self.rfile.read(int(self.headers.get("content-length") or 0))
+                owner.calls += 1
+                body = json.dumps({**GOODBYE, "id": f"msg_{owner.calls}"}).encode()
+                self.send_response(200)
+                self.send_header("content-type", "application/json")
+                self.send_header("content-length", str(len(body)))
+                self.end_headers()
+                self.wfile.write(body)
 
-    def __enter__(self) -> AnthropicModel:
-        self._thread.start()
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.shutdown()
-        self.server_close()
-        self._thread.join(timeout=DEADLINE)
+        super().__init__(Messages)
 
 
-class _Messages(BaseHTTPRequestHandler):
-    server: AnthropicModel
-
-    def do_POST(self) -> None:
-        self.rfile.read(int(self.headers.get("content-length") or 0))
-        self.server.calls += 1
-        message = {
-            "id": f"msg_{self.server.calls}",
-            "type": "message",
-            "role": "assistant",
-            "model": "claude-3-5-haiku-latest",
-            "content": [{"type": "text", "text": "Thank you, goodbye."}],
-            "stop_reason": "end_turn",
-            "stop_sequence": None,
-            "usage": {"input_tokens": 12, "output_tokens": 4},
-        }
-        body = json.dumps(message).encode()
-        self.send_response(200)
-        self.send_header("content-type", "application/json")
-        self.send_header("content-length", str(len(body)))
-        self.end_headers()
-        self.wfile.write(body)
-
-    def log_message(self, *args: Any) -> None:
-        pass
+GOODBYE = {
+    "type": "message",
+    "role": "assistant",
+    "model": "claude-3-5-haiku-latest",
+    "content": [{"type": "text", "text": "Thank you, goodbye."}],
+    "stop_reason": "end_turn",
+    "stop_sequence": None,
+    "usage": {"input_tokens": 12, "output_tokens": 4},
+}
 
 
 def endpoint_warnings(caplog: pytest.LogCaptureFixture) -> list[str]:
@@ -233,8 +215,8 @@ async def test_another_provider_s_endpoint_setting_on_the_nodes_is_named(
             ray_with_workers_env,
             monkeypatch,
             caplog,
-            {**key, "ANTHROPIC_API_BASE": nodes.base_url},
-            {**key, "ANTHROPIC_API_BASE": drivers.base_url},
+            {**key, "ANTHROPIC_API_BASE": nodes.url},
+            {**key, "ANTHROPIC_API_BASE": drivers.url},
             model=model,
             user_strategy="scripted",
         )
@@ -243,8 +225,8 @@ async def test_another_provider_s_endpoint_setting_on_the_nodes_is_named(
     assert warnings == [
         f"agent tool-calling model {model}: the workers on the node at "
         f"{ray.util.get_node_ip_address()} send its calls to litellm's "
-        f"anthropic endpoint (ANTHROPIC_API_BASE={nodes.base_url}), this driver to "
-        f"litellm's anthropic endpoint (ANTHROPIC_API_BASE={drivers.base_url}) (a "
+        f"anthropic endpoint (ANTHROPIC_API_BASE={nodes.url}), this driver to "
+        f"litellm's anthropic endpoint (ANTHROPIC_API_BASE={drivers.url}) (a "
         "cluster's workers get their node's environment, not the driver's: "
         "OPENAI_BASE_URL or another provider's endpoint setting, a proxy, OPENAI_ORG_ID; "
         "--api-base and --user-api-base travel with the run; docs/scale.md)"
