@@ -35,7 +35,7 @@ from tau_bench.episode import bind_user, score_episode
 from tau_bench.gym.actions import parse_action
 from tau_bench.gym.pool import Ref, domain_list, label, parse_ref
 from tau_bench.gym.spaces import MAX_TEXT_LENGTH, ConversationText
-from tau_bench.llm import LLM_PATHS, run_llm_path
+from tau_bench.llm import checked_llm_path, run_llm_path
 from tau_bench.suites import Domain, EpisodeEnv, load_domain
 from tau_bench.tasks import Task
 from tau_bench.users import USER_STRATEGIES, UnknownUserStrategyError, build_user
@@ -115,9 +115,7 @@ class TauBenchEnv(gymnasium.Env[str, Any]):
             raise ValueError("max_turns must be at least 1")
         if render_mode is not None and render_mode not in self.metadata["render_modes"]:
             raise ValueError(f"unknown render mode {render_mode!r} (available: ansi)")
-        if llm_path is not None and llm_path not in LLM_PATHS:
-            raise ValueError(f"unknown llm path {llm_path!r} (available: {', '.join(LLM_PATHS)})")
-        self.llm_path = llm_path
+        self.llm_path = None if llm_path is None else checked_llm_path(llm_path)
         self.data_dir = data_dir
         self.judge_model = judge_model
         self.domain_names = domain_list(domain)

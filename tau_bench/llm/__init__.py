@@ -31,7 +31,14 @@ from tau_bench.llm.classify import (
 from tau_bench.llm.clients import POOLED_PROVIDERS, SHARD_CALLS, client_counts
 from tau_bench.llm.complete import complete
 from tau_bench.llm.config import DEFAULT_RETRY, LLMConfig
-from tau_bench.llm.direct import LLM_PATHS, ToolSchemas, llm_path, run_llm_path, set_llm_path
+from tau_bench.llm.direct import (
+    LLM_PATHS,
+    ToolSchemas,
+    checked_llm_path,
+    llm_path,
+    run_llm_path,
+    set_llm_path,
+)
 from tau_bench.llm.direct_clients import aclose_clients
 from tau_bench.llm.errors import (
     LLMAuthError,
@@ -71,6 +78,7 @@ __all__ = [
     "ToolSchemas",
     "aclose_clients",
     "call_with_retries",
+    "checked_llm_path",
     "classify",
     "client_counts",
     "complete",

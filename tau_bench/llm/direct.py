@@ -66,7 +66,9 @@ _path = "auto"
 _run_path: contextvars.ContextVar[str | None] = contextvars.ContextVar("llm_path", default=None)
 
 
-def _checked(path: str) -> str:
+def checked_llm_path(path: str) -> str:
+    """`path` if it names a model-call path; the one check of every place that takes one
+    (a run, the process, the gym's env), so all say the same."""
     if path not in LLM_PATHS:
         raise ValueError(f"unknown llm path {path!r} (choose from {', '.join(LLM_PATHS)})")
     return path
@@ -76,7 +78,7 @@ def set_llm_path(path: str) -> None:
     """Choose the model-call path of this process: auto (direct where exact), litellm,
     direct. A run's own path (`run_llm_path`) wins over it while the run goes on."""
     global _path
-    _path = _checked(path)
+    _path = checked_llm_path(path)
 
 
 @contextlib.contextmanager
@@ -84,7 +86,7 @@ def run_llm_path(path: str) -> Iterator[None]:
     """`path` for the model calls made inside, and in the tasks started inside (a run's
     pre-flight and episodes): runs going on at once in one process (`tau serve`) keep
     their own, and the process's path (`set_llm_path`) is left as it was."""
-    token = _run_path.set(_checked(path))
+    token = _run_path.set(checked_llm_path(path))
     try:
         yield
     finally:

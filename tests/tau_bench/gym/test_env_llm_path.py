@@ -75,5 +75,5 @@ def test_without_a_path_the_env_takes_the_processs() -> None:
 
 
 def test_an_unknown_path_is_a_value_error() -> None:
-    with pytest.raises(ValueError, match=r"unknown llm path 'fast' \(available: auto, "):
+    with pytest.raises(ValueError, match=r"unknown llm path 'fast' \(choose from auto, "):
         TauBenchEnv(domain="airline", data_dir=str(DATA_DIR), llm_path="fast")
