@@ -264,7 +264,9 @@ def render(rows: Sequence[Row]) -> Any:
 
     table = Table(title="Hosted adapters: the adapter's own CPU per turn (peer in its own process)")
     for col in COLUMNS:
-        table.add_column(col, justify="left" if col in ("adapter", "domain") else "right")
+        table.add_column(
+            col, justify="left" if col in ("adapter", "domain") else "right", overflow="fold"
+        )
     for row in rows:
         table.add_row(*cells(row))
     return table

@@ -159,10 +159,10 @@ def render(results: dict[str, Any]) -> Any:
     from rich.table import Table
 
     table = Table(title="tau-adapters core benchmark (medians)")
-    table.add_column("measure")
+    table.add_column("measure", overflow="fold")
     for name in ("airline", "retail"):
-        table.add_column(name, justify="right")
-        table.add_column("original", justify="right", style="dim")
+        table.add_column(name, justify="right", overflow="fold")
+        table.add_column("original", justify="right", style="dim", overflow="fold")
     ms = 1e3
 
     def row(label: str, key: str, scale: float, unit: str, orig_key: str | None = None) -> None:

@@ -137,7 +137,9 @@ def render(results: dict[str, Any]) -> list[Any]:
     )
     columns = ("env", "level", "samples", "validated", "written", "calls", "elapsed", "scen./min")
     for col in columns:
-        table.add_column(col, justify="left" if col in ("env", "level") else "right")
+        table.add_column(
+            col, justify="left" if col in ("env", "level") else "right", overflow="fold"
+        )
     lines = []
     for r in results["runs"]:
         table.add_row(

@@ -203,6 +203,8 @@ def runner(
         fail(str(exc))
     console = terminal.console(width=200)
     console.print(bench.render(rows, latency))
+    for line in bench.scaling_lines(rows):
+        console.print(line, soft_wrap=True)
     console.print(f"machine: {_machine()}")
     if markdown:
         print(bench.markdown(rows))

@@ -37,6 +37,7 @@ from tau_bench.benchmarks.runner.render import (
     parse_levels,
     parse_workers,
     render,
+    scaling_lines,
 )
 
 __all__ = [
@@ -55,4 +56,5 @@ __all__ = [
     "parse_workers",
     "render",
     "run_runner_benchmark",
+    "scaling_lines",
 ]

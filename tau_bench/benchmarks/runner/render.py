@@ -76,15 +76,39 @@ def _steady_split(row: dict[str, Any]) -> str:
 
 
 def render(rows: list[dict[str, Any]], latency: float = DEFAULT_LATENCY) -> Any:
-    """The rows as a rich table (one column per figure the issue asks for)."""
+    """The rows as a rich table (one column per figure the issue asks for). A narrow
+    column folds its text onto more lines: no figure is cut short."""
     from rich.table import Table
 
     table = Table(title=f"Runner: fake OpenAI server, {latency * 1000:.0f} ms per model call")
     for name, _ in COLUMNS:
-        table.add_column(name, justify="left" if name == "stack" else "right")
+        table.add_column(name, justify="left" if name == "stack" else "right", overflow="fold")
     for row in rows:
         table.add_row(*(cell(row) for _, cell in COLUMNS))
     return table
+
+
+def scaling_lines(rows: list[dict[str, Any]]) -> list[str]:
+    """One line per multi-worker Ray row, under the table: its scaling with every
+    round's figure, which the table's narrow column can only give as a range."""
+    out = []
+    for row in rows:
+        if row.get("workers", 0) < 2 or "scaling" not in row:
+            continue
+        line = (
+            f"{row['stack']} at {row['concurrency']}:{row['episodes']}: "
+            f"{row['scaling']:.2f}x the steady calls/s of ray x1 "
+            f"({100 * row['efficiency']:.0f} % efficiency)"
+        )
+        if len(row.get("scaling_rounds", [])) > 1:
+            line += ", median of rounds " + " / ".join(f"{x:.2f}" for x in row["scaling_rounds"])
+        if "machine_ceiling" in row:
+            line += f"; machine ceiling {row['machine_ceiling']:.2f}x"
+            ratios = row.get("machine_ceiling_rounds", [])
+            if len(ratios) > 1:
+                line += " (rounds " + " / ".join(f"{x:.2f}" for x in ratios) + ")"
+        out.append(line)
+    return out
 
 
 def markdown(rows: list[dict[str, Any]]) -> str:

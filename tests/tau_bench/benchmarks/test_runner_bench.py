@@ -229,6 +229,54 @@ def test_the_machine_ceiling_goes_with_the_multi_worker_rows() -> None:
     assert "1.50x (75 %); machine 1.70x" in bench.markdown(rows)
 
 
+def test_the_printed_table_cuts_no_figure_and_each_round_is_listed_under_it() -> None:
+    import io
+
+    from tau_bench import terminal
+
+    row = {
+        **COMPLETE_ROW,
+        "stack": "direct ray x2",
+        "backend": "ray",
+        "workers": 2,
+        "concurrency": 200,
+        "episodes": 4000,
+        "steady_calls_per_s": 1276.0,
+        "scaling": 1.41,
+        "efficiency": 0.705,
+        "scaling_rounds": [1.34, 1.65, 1.41, 1.53, 1.38],
+        "machine_ceiling": 2.0,
+        "machine_ceiling_rounds": [1.98, 2.0, 2.03],
+        "driver_cpu_ms_per_call": 0.16,
+        "workers_cpu_ms_per_call": 1.2,
+        "server_cpu_ms_per_call": 0.21,
+        "ray_cpu_ms_per_call": 0.06,
+        "steady_cpu_ms_per_call": {
+            "driver": 0.08,
+            "workers": 1.19,
+            "server": 0.21,
+            "ray": 0.04,
+            "steal": 0.0,
+        },
+        "busy_cores": 1.93,
+    }
+    console = terminal.console(width=200, file=io.StringIO(), record=True)
+    console.print(bench.render([row], 0.05))  # as `tau bench runner` prints it
+    text = console.export_text()
+    assert "\u2026" not in text  # no cell or heading ends in an ellipsis
+    # every character of the scaling cell is in the table, folded or not
+    column = [name for name, _ in bench.COLUMNS].index("vs ray x1")
+    body = [
+        line.split("\u2502")[column + 1].strip() for line in text.splitlines() if "\u2502" in line
+    ]
+    assert "".join(body).replace(" ", "") == "1.41x(70%),rounds1.34-1.65;machine2.00x"
+    assert bench.scaling_lines([{**row, "workers": 1, "scaling": 1.0}, row]) == [
+        "direct ray x2 at 200:4000: 1.41x the steady calls/s of ray x1 (70 % efficiency), "
+        "median of rounds 1.34 / 1.65 / 1.41 / 1.53 / 1.38; "
+        "machine ceiling 2.00x (rounds 1.98 / 2.00 / 2.03)"
+    ]
+
+
 def test_levels_syntax() -> None:
     assert bench.parse_levels("1:20, 50") == [(1, 20), (50, 500)]
     with pytest.raises(ValueError, match="bad level"):
