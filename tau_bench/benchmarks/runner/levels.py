@@ -237,7 +237,24 @@ def add_scaling(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
         if row["backend"] == "ray" and base and rate:
             row["scaling"] = rate / base
             row["efficiency"] = rate / base / row["workers"]
+            elsewhere = without_the_model(row)
+            if row["workers"] > 1 and elsewhere is not None:
+                row["scaling_model_elsewhere"] = row["scaling"] * elsewhere
     return rows
+
+
+def without_the_model(row: dict[str, Any]) -> float | None:
+    """How much faster a CPU-bound multi-worker row would run with the fake model's CPU
+    given to it (the model on other machines, as in use): its steady CPU per call over
+    the same without the fake server's share. The cores the row's processes use stay as
+    measured. The one-worker row it is compared with is taken as measured: its worker
+    already has a core of its own."""
+    split = row.get("steady_cpu_ms_per_call")
+    if not split:
+        return None
+    total = sum(split[kind] for kind in ("driver", "workers", "server", "ray"))
+    rest = total - split["server"]
+    return total / rest if rest > 0 else None
 
 
 def mean_or_none(values: list[float | None]) -> float | None:
@@ -346,6 +363,10 @@ def collapse(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
             row["scaling"] = statistics.median(scalings)
             row["efficiency"] = row["scaling"] / row["workers"]
             row["scaling_rounds"] = scalings
+        elsewhere = [r["scaling_model_elsewhere"] for r in group if "scaling_model_elsewhere" in r]
+        if elsewhere:
+            row["scaling_model_elsewhere"] = statistics.median(elsewhere)
+            row["scaling_model_elsewhere_rounds"] = elsewhere
         out.append(row)
     return out
 

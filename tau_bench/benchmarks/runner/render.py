@@ -107,6 +107,13 @@ def scaling_lines(rows: list[dict[str, Any]]) -> list[str]:
             ratios = row.get("machine_ceiling_rounds", [])
             if len(ratios) > 1:
                 line += " (rounds " + " / ".join(f"{x:.2f}" for x in ratios) + ")"
+        if "scaling_model_elsewhere" in row:  # `levels.without_the_model`
+            line += (
+                f"; with the fake model's CPU elsewhere about {row['scaling_model_elsewhere']:.2f}x"
+            )
+            estimates = row.get("scaling_model_elsewhere_rounds", [])
+            if len(estimates) > 1:
+                line += " (rounds " + " / ".join(f"{x:.2f}" for x in estimates) + ")"
         out.append(line)
     return out
 

@@ -208,6 +208,37 @@ def test_rounds_compare_within_a_round_and_report_the_median_round() -> None:
         bench.run_runner_benchmark([(1, 1)], rounds=0)
 
 
+def test_each_round_estimates_the_scaling_with_the_model_elsewhere() -> None:
+    def row(workers: int, rate: float, server: float, round_: int) -> dict[str, Any]:
+        split = {"driver": 0.1, "workers": 1.0, "server": server, "ray": 0.1, "steal": 0.5}
+        return {
+            **COMPLETE_ROW,
+            "stack": f"direct ray x{workers}",
+            "backend": "ray",
+            "workers": workers,
+            "steady_calls_per_s": rate,
+            "steady_cpu_ms_per_call": split,
+            "round": round_,
+        }
+
+    # x2's CPU per call, 1.4 ms with the fake server's 0.2 (1.2 without), 1.3 with 0.1
+    rows = [row(1, 1000.0, 0.2, 0), row(2, 1500.0, 0.2, 0)]
+    rows += [row(1, 1000.0, 0.1, 1), row(2, 1400.0, 0.1, 1)]
+    rows += [row(1, 1000.0, 0.3, 2), {**row(2, 1600.0, 0.3, 2), "steady_cpu_ms_per_call": None}]
+    out = collapse(add_scaling(rows))
+    two = out[1]
+    assert two["scaling_rounds"] == pytest.approx([1.5, 1.4, 1.6])
+    # the steal is not the row's CPU; a round without a steady split gives no estimate
+    assert two["scaling_model_elsewhere_rounds"] == pytest.approx(
+        [1.5 * 1.4 / 1.2, 1.4 * 1.3 / 1.2]
+    )
+    assert two["scaling_model_elsewhere"] == pytest.approx((1.75 + 1.4 * 1.3 / 1.2) / 2)
+    assert "scaling_model_elsewhere" not in out[0]  # the one-worker row is the base
+    assert bench.scaling_lines(out)[0].endswith(
+        "; with the fake model's CPU elsewhere about 1.63x (rounds 1.75 / 1.52)"
+    )
+
+
 def test_the_machine_ceiling_goes_with_the_multi_worker_rows() -> None:
     figure = parallel_ceiling(2, rounds=2, seconds=0.2)
     assert figure["processes"] == 2 and len(figure["ratios"]) == 2
