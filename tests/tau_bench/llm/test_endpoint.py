@@ -4,10 +4,12 @@ proxy or account). Passwords never show."""
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 
-from tau_bench.llm import LLMConfig
-from tau_bench.llm.endpoints import endpoint, endpoint_settings
+from tau_bench.llm import LLMConfig, endpoints
+from tau_bench.llm.endpoints import endpoint, endpoint_settings, litellm_settings
 
 ENV = (
     *("OPENAI_BASE_URL", "OPENAI_API_BASE", "HTTP_PROXY", "HTTPS_PROXY", "ALL_PROXY", "NO_PROXY"),
@@ -16,6 +18,8 @@ ENV = (
     *("VERTEX_PROJECT", "VERTEX_LOCATION", "VERTEXAI_API_BASE", "VERTEX_API_BASE"),
     *("AWS_BEDROCK_RUNTIME_ENDPOINT", "AWS_REGION_NAME", "AWS_REGION", "AWS_DEFAULT_REGION"),
     *("VERTEX_AI_API_BASE", "VERTEX_AI_BASE_URL", "BEDROCK_API_BASE", "BEDROCK_BASE_URL"),
+    *("HF_API_BASE", "HUGGINGFACE_API_BASE", "HUGGINGFACE_BASE_URL", "WATSONX_URL", "WX_URL"),
+    *("WATSONX_API_BASE", "WATSONX_BASE_URL", "AZURE_API_BASE", "HOSTED_VLLM_API_BASE"),
 )
 
 
@@ -77,7 +81,7 @@ def test_another_provider_s_endpoint_as_its_settings_move_it(
     monkeypatch.setenv("VERTEXAI_PROJECT", "team-eval")
     monkeypatch.setenv("VERTEXAI_LOCATION", "europe-west4")
     assert endpoint(LLMConfig("vertex_ai/gemini-2.0-flash")) == (
-        "litellm's vertex_ai endpoint (VERTEXAI_PROJECT=team-eval, VERTEXAI_LOCATION=europe-west4)"
+        "litellm's vertex_ai endpoint (VERTEXAI_LOCATION=europe-west4, VERTEXAI_PROJECT=team-eval)"
     )
     assert endpoint_settings("bedrock") == []
     monkeypatch.setenv("AWS_REGION_NAME", "us-west-2")
@@ -109,3 +113,53 @@ def test_a_config_s_api_base_is_another_provider_s_endpoint(
     monkeypatch.setenv("ANTHROPIC_API_BASE", "http://10.0.0.1:8000")  # the config's wins
     given = LLMConfig("anthropic/claude-3-5-haiku-latest", api_base="http://10.0.0.9:4000")
     assert endpoint(given) == "http://10.0.0.9:4000"
+
+
+def test_settings_litellm_reads_under_other_names_are_found_in_its_code(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The installed litellm's own names (not a pattern): huggingface's HF_API_BASE."""
+    hugging = LLMConfig("huggingface/meta-llama/Llama-3.1-8B-Instruct")
+    assert endpoint(hugging) == "litellm's huggingface endpoint"
+    monkeypatch.setenv("HF_API_BASE", "http://10.0.0.3:8080")
+    assert endpoint(hugging) == "litellm's huggingface endpoint (HF_API_BASE=http://10.0.0.3:8080)"
+    # watsonx's code reads WATSONX_URL and WX_URL, and falls back to other providers'
+    # endpoints, which are theirs
+    watsonx = litellm_settings("watsonx")
+    assert {"WATSONX_URL", "WX_URL"} <= set(watsonx)
+    assert not {"AZURE_API_BASE", "HOSTED_VLLM_API_BASE"} & set(watsonx)
+    monkeypatch.setenv("WX_URL", "https://eu-de.ml.cloud.ibm.com")
+    monkeypatch.setenv("AZURE_API_BASE", "https://team.openai.azure.com")
+    assert endpoint_settings("watsonx") == [("WX_URL", "https://eu-de.ml.cloud.ibm.com")]
+    # and the shared code's branch for a provider: friendliai's FRIENDLI_API_BASE
+    assert "FRIENDLI_API_BASE" in litellm_settings("friendliai")
+
+
+def test_the_settings_of_a_provider_s_code_by_name(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    llms = tmp_path / "litellm" / "llms"
+    for folder in ("acme/chat", "other", "ai21"):
+        (llms / folder).mkdir(parents=True)
+    (llms / "acme" / "chat" / "handler.py").write_text(
+        'base = get_secret("ACME_URL") or os.environ.get("OTHER_API_BASE")\n'
+        "region = get_secret('ACME_REGION'); key = get_secret('ACME_API_KEY')\n"
+    )
+    (llms.parent / "main.py").write_text(
+        'if custom_llm_provider == "acme":\n    v = get_secret("ACME_API_VERSION")\n'
+        'elif model in x or custom_llm_provider in ("ai21_chat", "solo"):\n'
+        '    base = get_secret("AI21_API_BASE") or get_secret("SOLO_HOST")\n'
+        'else:\n    base = get_secret("ELSEWHERE_URL")\n'
+    )
+    monkeypatch.setattr(endpoints, "litellm_llms_dir", lambda: llms)
+    litellm_settings.cache_clear()
+    try:
+        # an API key is not an endpoint; OTHER_API_BASE is the other provider's
+        assert litellm_settings("acme") == ("ACME_API_VERSION", "ACME_REGION", "ACME_URL")
+        # a branch of the shared code for the provider (not its else); a variant of
+        # ai21 keeps ai21's endpoint
+        assert litellm_settings("solo") == ("SOLO_HOST",)
+        assert litellm_settings("ai21_chat") == ("AI21_API_BASE", "SOLO_HOST")
+        assert litellm_settings("nobody") == () and litellm_settings("../acme") == ()
+    finally:
+        litellm_settings.cache_clear()
