@@ -13,13 +13,24 @@ import os
 import stat
 from pathlib import Path
 
+from tau_adapters.redaction import truncate
+
 __all__ = ["output_problem", "same_file", "special_kind"]
 
 
 def output_problem(path: Path, flag: str = "-o", *, folder: bool = False) -> str | None:
     """Why `path` cannot be an output file (or, with `folder`, an output folder), or None:
     a folder given for a file, a file given for a folder, something that is not a regular
-    file, a path under a file, a folder that is not writable."""
+    file, a path under a file, a folder that is not writable, a name the file system
+    cannot take (too long)."""
+    try:
+        return _output_problem(path, flag, folder)
+    except OSError as exc:  # `Path.is_dir` and `exists` raise for a name too long
+        shown = truncate(str(path), 200)
+        return f"{flag} {shown}: {exc.strerror or exc}"
+
+
+def _output_problem(path: Path, flag: str, folder: bool) -> str | None:
     if folder:
         if path.exists() and not path.is_dir():
             return f"{flag} {path} is a file, not a folder"

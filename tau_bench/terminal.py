@@ -3,8 +3,9 @@
 What reaches the terminal is mostly data: task ids (τ³ telecom's read
 "[mobile_data_issue]...[PERSONA:Easy]"), run labels taken from file names, error texts
 ("[type=missing, ...]"), agents' and bots' words. With rich markup on, "[word]" in them
-is taken for a style and silently dropped, and "[/word]" raises. So every string printed
-is plain text, and styles come from `rich.text.Text` and `style=` arguments instead.
+is taken for a style and silently dropped, and "[/word]" raises. With emoji codes on, a
+level "20:100:4000" or a bot's ":smile:" turns into a picture. So every string printed is
+plain text, and styles come from `rich.text.Text` and `style=` arguments instead.
 
 A hosted agent, a tool or a results file from elsewhere may also hold bytes a terminal
 obeys: an escape sequence that clears the screen or writes the clipboard (OSC 52), a C1
@@ -57,9 +58,9 @@ class _DataConsole(Console):
 
 
 def console(**options: Any) -> Console:
-    """A `Console(**options)` that prints every string as it is (markup off) and shows
-    the control characters in it instead of obeying them."""
-    return _DataConsole(markup=False, **options)
+    """A `Console(**options)` that prints every string as it is (markup and emoji codes
+    off) and shows the control characters in it instead of obeying them."""
+    return _DataConsole(markup=False, emoji=False, **options)
 
 
 def styled(text: str, style: str) -> Text:

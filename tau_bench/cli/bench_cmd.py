@@ -145,7 +145,9 @@ def runner(
     progress: bool = typer.Option(False, help="Attach the CLI's progress bar to every run."),
     processes: int = typer.Option(1, help="Split every level over N processes started together."),
     backend: str = typer.Option("local", help="Where episodes run: local, ray, or both."),
-    workers: str = typer.Option("1,2", help="Ray worker counts of the ray rows (e.g. 1,2)."),
+    workers: str | None = typer.Option(
+        None, help="Ray worker counts of the ray rows (default 1,2; needs --backend ray|both)."
+    ),
     rounds: int = typer.Option(
         1, help="Measure every row N times, interleaved; report each row's median round."
     ),
@@ -180,8 +182,12 @@ def runner(
         fail("--processes must be at least 1 and at most every level's concurrency and episodes")
     if backend not in ("local", "ray", "both"):
         fail(f"unknown --backend {backend!r}: choose local, ray or both")
+    if backend == "local" and workers is not None:
+        fail("--workers counts the Ray rows' workers: add --backend ray (or both)")
+    if backend != "local" and all(s == "raw" for s in stacks):
+        fail(f"the raw stack runs in this process only: --backend {backend} needs another --stack")
     try:
-        ray_workers = bench.parse_workers(workers)
+        ray_workers = bench.parse_workers(workers or "1,2")
     except ValueError as exc:
         fail(str(exc))
     root = resolve_data_dir(data_dir)

@@ -63,7 +63,12 @@ def eval(
     ] = None,
 ) -> None:
     """Several user models x tasks x k samples: pass@k and pass^k."""
-    from tau_bench.config import RunConfigError, eval_config_from_mapping, read_yaml_mapping
+    from tau_bench.config import (
+        RunConfigError,
+        backend_conflict,
+        eval_config_from_mapping,
+        read_yaml_mapping,
+    )
 
     overrides = {
         "user_models": user_models,
@@ -82,6 +87,11 @@ def eval(
         data = read_yaml_mapping(config)
         data = {str(k).replace("-", "_"): v for k, v in data.items()}
         data.update({k: v for k, v in overrides.items() if v is not None})
+        problem = backend_conflict(
+            data.get("backend"), data.get("workers"), data.get("ray_address")
+        )
+        if problem is not None:
+            fail(problem)
         cfg = eval_config_from_mapping(data)
     except RunConfigError as exc:
         fail(str(exc))

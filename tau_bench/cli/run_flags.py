@@ -218,7 +218,8 @@ def _flags(
         list[str] | None,
         typer.Option(
             "--provider-limit",
-            help="PROVIDER=N: at most N live episodes using that provider (repeatable).",
+            help="NAME=N: at most N model calls at once to that provider, or N live episodes "
+            "of the hosted agent so named (decibel=5); repeatable.",
             rich_help_panel=RUN_PANEL,
         ),
     ] = None,

@@ -120,7 +120,13 @@ def _merge(*layers: dict[str, Any]) -> dict[str, Any]:
 
 
 def config_from_context(ctx: typer.Context) -> RunConfig:
-    from tau_bench.config import build_config, config_from_mapping, load_yaml
+    from tau_bench.config import (
+        RunConfigError,
+        backend_conflict,
+        build_config,
+        config_from_mapping,
+        load_yaml,
+    )
 
     given = _given(ctx)
     yaml_layer = load_yaml(given["config"]) if given.get("config") else {}
@@ -133,7 +139,12 @@ def config_from_context(ctx: typer.Context) -> RunConfig:
         or _D.agent_strategy
     )
     cli = config_from_mapping(cli_mapping(given, strategy))
-    return build_config(_merge(base, yaml_layer, cli))
+    merged = _merge(base, yaml_layer, cli)
+    chosen = cli.get("backend", yaml_layer.get("backend"))  # the resumed run's is no choice
+    problem = backend_conflict(chosen, merged.get("workers"), merged.get("ray_address"))
+    if problem is not None:
+        raise RunConfigError(problem)
+    return build_config(merged)
 
 
 def split_adapter_args(strategy: str, args: list[str]) -> tuple[list[str], dict[str, Any]]:

@@ -148,9 +148,11 @@ def serve(
         typer.Option("--tau3-data-dir", help="τ³ data directory (default: $TAU3_BENCH_DATA)."),
     ] = None,
     backend: Annotated[
-        str,
-        typer.Option("--backend", help="Where runs' episodes execute: local or ray (scale.md)."),
-    ] = "local",
+        str | None,
+        typer.Option(
+            "--backend", help="Where runs' episodes execute: local (default) or ray (scale.md)."
+        ),
+    ] = None,
     ray_address: Annotated[
         str | None,
         typer.Option("--ray-address", help="Ray cluster of the runs (implies --backend ray)."),
@@ -240,12 +242,18 @@ def serve(
             _note(f"warning: the API token is short (under {MIN_TOKEN_LENGTH} characters)")
     if log_level.lower() not in LOG_LEVELS:
         fail(f"--log-level: unknown level {log_level!r} (one of: {', '.join(LOG_LEVELS)})")
-    if backend not in ("local", "ray"):
+    if backend not in (None, "local", "ray"):
         fail(f"--backend: unknown backend {backend!r} (local or ray)")
     try:
         ray_address = check_ray_address(ray_address)
     except ValueError as exc:
         fail(f"--ray-address: {exc}")
+    from tau_bench.config import backend_conflict
+
+    problem = backend_conflict(backend, workers, ray_address)
+    if problem is not None:
+        fail(problem)
+    backend = backend or "local"
     on_ray = backend == "ray" or workers > 1 or ray_address is not None
     if on_ray and ray_address in (None, "local"):  # a Ray started on this machine
         try:

@@ -21,6 +21,7 @@ from tau_bench.config.run_config import (
     OUTPUT_FORMATS,
     RunConfig,
     RunConfigError,
+    backend_conflict,
     episode_seed,
 )
 
@@ -30,6 +31,7 @@ __all__ = [
     "EvalConfig",
     "RunConfig",
     "RunConfigError",
+    "backend_conflict",
     "build_config",
     "config_from_mapping",
     "default_ks",

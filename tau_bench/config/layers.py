@@ -9,6 +9,8 @@ otherwise, so a typo never passes silently.
 
 from __future__ import annotations
 
+import os
+import stat
 from pathlib import Path
 from typing import Any
 
@@ -20,18 +22,31 @@ from tau_bench.config.run_config import RunConfig, RunConfigError, _as_list
 # Where `config_from_mapping` keeps settings that are not RunConfig fields (the adapter's).
 ADAPTER_SETTINGS = "__adapter_settings__"
 
+MAX_CONFIG_SIZE = 1024 * 1024
+"""Largest config file read (bytes): `tau run --config`, `tau eval --config`, `tau serve
+--agent-configs` / `--scores-config`. A real one is a few KB, so 1 MiB is hundreds of
+times that; anything larger (a sparse file, a log named by mistake) is refused before it
+is read, not decoded into memory."""
+
 
 def normalize_key(key: str) -> str:
     return key.strip().replace("-", "_")
 
 
+def split_key_value(item: str, flag: str) -> tuple[str, str]:
+    """`"a=1"` -> `("a", "1")`, the key stripped but otherwise as written; a clear error
+    for a missing `=` or key."""
+    key, sep, value = item.partition("=")
+    if not sep or not key.strip():
+        raise RunConfigError(f"{flag} expects KEY=VALUE, got {item!r}")
+    return key.strip(), value
+
+
 def parse_key_values(items: list[str], flag: str) -> dict[str, str]:
-    """`["a=1", "b=2"]` -> `{"a": "1", "b": "2"}`; a clear error for a missing `=`."""
+    """`["a=1", "b=2"]` -> `{"a": "1", "b": "2"}`, keys normalised as setting names."""
     out: dict[str, str] = {}
     for item in items:
-        key, sep, value = item.partition("=")
-        if not sep or not key.strip():
-            raise RunConfigError(f"{flag} expects KEY=VALUE, got {item!r}")
+        key, value = split_key_value(item, flag)
         out[normalize_key(key)] = value
     return out
 
@@ -73,15 +88,24 @@ def config_from_mapping(data: dict[str, Any]) -> dict[str, Any]:
 
 
 def _limits(value: Any) -> dict[str, int]:
+    """Provider limits from a YAML mapping or `NAME=N` items (the command line), the same
+    mapping either way. A name is data (a provider, or the agent strategy a hosted agent is
+    capped by), not a setting: kept as written (`dialogflow-cx` stays dashed) so that the
+    runner's lookup by strategy name finds it. One name with two values is refused."""
+    items: list[tuple[str, Any]]
     if isinstance(value, dict):
-        items = {str(k): v for k, v in value.items()}
+        items = [(str(k).strip(), v) for k, v in value.items()]
     else:
-        items = parse_key_values([str(v) for v in _as_list(value)], "provider_limit")
+        items = [split_key_value(str(v), "provider_limit") for v in _as_list(value)]
     out: dict[str, int] = {}
-    for name, limit in items.items():
+    for name, limit in items:
         number = _whole_number(limit)
         if number is None:
             raise RunConfigError(f"provider limit for {name!r} must be an integer, got {limit!r}")
+        if out.get(name, number) != number:
+            raise RunConfigError(
+                f"provider limit for {name!r} given twice ({out[name]} and {number}): give it once"
+            )
         out[name] = number
     return out
 
@@ -112,9 +136,7 @@ def read_yaml_mapping(path: str | Path) -> dict[str, Any]:
 
     p = Path(path)
     try:
-        text = p.read_text(encoding="utf-8")
-    except OSError as exc:
-        raise RunConfigError(f"cannot read config file {p}: {exc.strerror}") from None
+        text = read_config_bytes(p).decode("utf-8")
     except UnicodeDecodeError as exc:
         raise RunConfigError(
             f"{p}: not UTF-8 text (byte {exc.start}); a config file is YAML in UTF-8"
@@ -133,6 +155,45 @@ def read_yaml_mapping(path: str | Path) -> dict[str, Any]:
     if problem is not None:
         raise RunConfigError(f"{p}: {problem}")
     return data
+
+
+def read_config_bytes(path: Path) -> bytes:
+    """The bytes of config file `path`, refused (`RunConfigError`, one line naming it)
+    unless it is a regular file of at most `MAX_CONFIG_SIZE` bytes.
+
+    Why: a device (`/dev/zero`) would be read without end, a FIFO waited on for a writer
+    that never comes. As `--resume` reads its log (`results_log.open_regular`): opened
+    without blocking, checked with fstat, then at most cap + 1 bytes read so that a file
+    growing meanwhile is still bounded."""
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK)
+    except OSError as exc:
+        raise RunConfigError(f"cannot read config file {path}: {exc.strerror or exc}") from None
+    try:
+        info = os.fstat(fd)
+        if not stat.S_ISREG(info.st_mode):
+            raise RunConfigError(
+                f"config file {path} is not a regular file (a config is a YAML file)"
+            )
+        if info.st_size > MAX_CONFIG_SIZE:
+            raise RunConfigError(_too_large(path))
+        os.set_blocking(fd, True)
+        with os.fdopen(fd, "rb", closefd=False) as fh:
+            data = fh.read(MAX_CONFIG_SIZE + 1)
+    except OSError as exc:
+        raise RunConfigError(f"cannot read config file {path}: {exc.strerror or exc}") from None
+    finally:
+        os.close(fd)
+    if len(data) > MAX_CONFIG_SIZE:
+        raise RunConfigError(_too_large(path))
+    return data
+
+
+def _too_large(path: Path) -> str:
+    return (
+        f"config file {path} is larger than {MAX_CONFIG_SIZE // 1024**2} MiB: "
+        "not a config file tau reads"
+    )
 
 
 def build_config(data: dict[str, Any]) -> RunConfig:

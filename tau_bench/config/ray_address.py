@@ -1,9 +1,16 @@
 """The forms `--ray-address` takes, checked where settings are read (no Ray import), so a
-malformed address is one line before anything runs rather than Ray's traceback."""
+malformed address is one line before anything runs rather than Ray's traceback.
+
+An address that is refused is echoed in the error, but only as `shown` makes it: a
+mistyped address may carry a password or a token (`ray://user:PASS@head`,
+`head:6379?token=...`), and a pasted one may be huge or hold control characters."""
 
 from __future__ import annotations
 
+import re
 import string
+
+from tau_adapters.redaction import MASK, redact_text, truncate
 
 FORMS = (
     "auto (the cluster this machine belongs to), local (a new local Ray), "
@@ -13,10 +20,49 @@ FORMS = (
 RAY_CLIENT_PORT = 10001
 """Ray Client's port when a `ray://` address names none (Ray's own default)."""
 
+MAX_ADDRESS_LENGTH = 512
+"""Longer is no address (a host name is at most 253 characters): refused unread."""
+
+_SCHEME = re.compile(r"[A-Za-z][A-Za-z0-9+.-]*://")
+
+SHOWN_LENGTH = 200
+"""Characters of a refused address an error echoes: one readable line, whatever was given."""
+
+
+def shown(address: str) -> str:
+    """`address` as an error may echo it (quoted, escaped): a userinfo's password (all of a
+    userinfo without one: it may be a token), the query and the fragment masked, known
+    secret shapes masked too (`redact_text`), then cut to `SHOWN_LENGTH` characters."""
+    scheme = _SCHEME.match(address)
+    prefix = scheme.group() if scheme else ""
+    rest = address[len(prefix) :]
+    head, tail = rest, ""
+    for i, c in enumerate(rest):
+        if c in "?#":  # an address has neither: all of what follows may be secret
+            head, tail = rest[:i], c + MASK
+            break
+    userinfo, at, host = head.rpartition("@")
+    if at:
+        name, colon, _password = userinfo.partition(":")
+        userinfo = f"{name}:{MASK}" if colon else MASK
+    masked = f"{prefix}{userinfo}{at}{host}{tail}"
+    return repr(truncate(redact_text(masked), SHOWN_LENGTH))
+
+
+def _refused(address: str, why: str = "") -> ValueError:
+    return ValueError(f"expected {FORMS}, not {shown(address)}{why}")
+
 
 def split_host_port(address: str) -> tuple[str, int] | None:
     """(host, port) of a `HOST:PORT` or `ray://HOST[:PORT]` address; None for `auto`
-    and `local`; ValueError for anything else."""
+    and `local`; ValueError for anything else (its text safe to show: `shown`)."""
+    if len(address) > MAX_ADDRESS_LENGTH:  # before anything reads it
+        raise ValueError(
+            f"expected {FORMS}, not a value of {len(address):,} characters "
+            f"(an address has at most {MAX_ADDRESS_LENGTH:,})"
+        )
+    if any(c.isspace() or not c.isprintable() for c in address):
+        raise _refused(address, ": an address has no spaces or control characters")
     if address in ("auto", "local"):
         return None
     client = address.startswith("ray://")
@@ -24,9 +70,9 @@ def split_host_port(address: str) -> tuple[str, int] | None:
     host, sep, port_text = rest.rpartition(":")
     if client and (not sep or "]" in port_text):  # ray://head, ray://[::1]
         host, port_text = rest, str(RAY_CLIENT_PORT)
-    port = int(port_text) if port_text.isdigit() else 0
+    port = int(port_text) if port_text.isascii() and port_text.isdigit() else 0
     if not _valid_host(host) or not 0 < port < 65536:
-        raise ValueError(f"expected {FORMS}, not {address!r}")
+        raise _refused(address)
     return host.removeprefix("[").removesuffix("]"), port
 
 
@@ -35,7 +81,7 @@ def _valid_host(host: str) -> bool:
     if host.startswith("[") and host.endswith("]"):
         inner = host[1:-1]
         return ":" in inner and all(c in string.hexdigits + ":." for c in inner)
-    return bool(host) and not any(c in host for c in "[]:/@ \t")
+    return bool(host) and not any(c in host for c in "[]:/@?# \t")
 
 
 def check_ray_address(value: str | None) -> str | None:

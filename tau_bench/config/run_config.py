@@ -331,6 +331,29 @@ def _redacted(data: dict[str, Any]) -> dict[str, Any]:
     return data
 
 
+def backend_conflict(backend: Any, workers: Any, ray_address: Any) -> str | None:
+    """The problem when `backend` was chosen as "local" while `workers` > 1 or a Ray
+    address asks for Ray (each alone means Ray: docs/scale.md); None when there is none.
+    A choice the user made is refused, not silently overridden. The address is not
+    echoed: it may carry a password."""
+    if backend != "local":
+        return None
+    asks = []
+    try:
+        if int(workers or 1) > 1:
+            asks.append(f"workers {int(workers)}")
+    except (TypeError, ValueError):
+        pass  # reported by the config's own check
+    if str(ray_address or "").strip():
+        asks.append("a Ray address")
+    if not asks:
+        return None
+    return (
+        f"backend local runs episodes in this process, but {' and '.join(asks)} asks for "
+        "Ray: choose backend ray, or leave those out"
+    )
+
+
 def episode_seed(seed: int, task_id: int | str, trial: int) -> int:
     """The seed of one episode, derived from the run seed, the task id and the trial.
 

@@ -66,6 +66,7 @@ from tau_bench.runner.types import (
     ProviderSlots,
     RunObserver,
     RunOutcome,
+    RunTerminated,
     config_secrets,
     provider_problem,
     provider_secrets,
@@ -87,11 +88,6 @@ NO_MODEL_USERS = frozenset({"scripted", "human"})
 
 
 T = TypeVar("T")
-
-
-class RunTerminated(Exception):
-    """The run got SIGTERM and stopped as on Ctrl-C: the finished episodes are written
-    (log, results, summary with `interrupted: true`) and `runner.outcome` is set."""
 
 
 class RunWriteError(Exception):

@@ -54,7 +54,8 @@ async def run_on_workers(runner: Runner) -> RunOutcome:
     cancellation the workers are killed and what finished is written, as locally. The
     circuit breaker stops the run as locally (`stopped_early`), except that episodes in
     flight are cancelled rather than awaited: they stay out of the log for `--resume`."""
-    from tau_bench.runner.backends.ray import RayBackend, WorkerFailure
+    from tau_bench.runner.backends.ray import RayBackend, RayStartTerminated, WorkerFailure
+    from tau_bench.runner.types import RunTerminated
 
     runner._started = time.perf_counter()
     check_workers(runner)
@@ -75,6 +76,8 @@ async def run_on_workers(runner: Runner) -> RunOutcome:
         await backend.say_endpoints(models, secrets)
     except ImportError as exc:
         raise RunConfigError(f"--backend ray: {exc}") from None
+    except RayStartTerminated:
+        raise RunTerminated("terminated (SIGTERM)") from None
     except RunConfigError:
         raise
     except (OSError, RuntimeError, ValueError) as exc:  # OSError: ConnectionError, a temp dir

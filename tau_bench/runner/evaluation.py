@@ -22,7 +22,7 @@ from tau_bench.runner.core import (
     RunWriteError,
     SigtermCancels,
 )
-from tau_bench.runner.plan import RunPlan, prepare_run, with_trials
+from tau_bench.runner.plan import RunPlan, check_log_files, prepare_run, with_trials
 from tau_bench.runner.types import ProviderSlots
 
 
@@ -47,6 +47,7 @@ def prepare_eval(config: EvalConfig, *, resume: bool = False) -> dict[str, RunPl
     for i, model in enumerate(config.user_models):
         share = max(1, total // n + (1 if i < total % n else 0))
         log = config.folder / f"{config.run_name(model)}.jsonl"
+        check_log_files(config.folder, config.run_name(model))  # before `exists` can fail
         if log.exists() and not resume:
             raise RunConfigError(
                 f"eval {config.name!r} already has results in {config.folder}; "

@@ -9,8 +9,10 @@ namespaced, `"retail/12"`.
 from __future__ import annotations
 
 import dataclasses
+import errno
 import hashlib
 import json
+import os
 import random
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -18,6 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from tau_adapters.jsonsafe import printable
+from tau_adapters.redaction import truncate
 from tau_bench.analysis.loading import ResultsLoadError, read_checked_log
 from tau_bench.config import RunConfig, RunConfigError, fingerprint_differences
 from tau_bench.records import EpisodeRecord
@@ -240,14 +243,72 @@ def resolve_resume_path(path: str) -> Path:
         return p
     name = p.name.removesuffix(".summary.json").removesuffix(".json")
     candidate = p.with_name(name + ".jsonl")
-    return candidate if candidate.exists() else p
+    # os.path.exists: False, not OSError, for a name too long (reading `p` reports it)
+    return candidate if os.path.exists(candidate) else p
+
+
+LONGEST_SUFFIX = ".summary.json.tmp"
+"""The longest ending of a run's file names (`results.write_json`'s temporary summary)."""
+
+
+def _limits(log_dir: Path) -> tuple[int, int]:
+    """(longest file name, longest path) in bytes where `log_dir` is or would be made,
+    as its nearest existing ancestor's file system says (255 and 4096 when it will not)."""
+    ancestor = next((a for a in (log_dir, *log_dir.parents) if os.path.isdir(a)), Path("."))
+    try:
+        return os.pathconf(ancestor, "PC_NAME_MAX"), os.pathconf(ancestor, "PC_PATH_MAX")
+    except (OSError, ValueError):
+        return 255, 4096
+
+
+def _log_dir_error(log_dir: Path, reason: str) -> RunConfigError:
+    """One line naming `--log-dir` (cut short: the path may be thousands of characters)."""
+    shown = truncate(str(log_dir), 200)
+    return RunConfigError(f"cannot write results in --log-dir {shown}: {reason}")
+
+
+def check_log_files(log_dir: Path, stem: str) -> None:
+    """RunConfigError, before anything is written, when the file system cannot hold the
+    run `stem`'s files in `log_dir`: a folder or file name, or a whole path, longer than it
+    takes (making the folders would fail half-way, some made), or a folder that cannot even
+    be looked at (`Path.exists` raises for those, where a plain missing folder is False)."""
+    name_max, path_max = _limits(log_dir)
+    too_long = os.strerror(errno.ENAMETOOLONG)
+    for part in log_dir.parts:
+        if len(os.fsencode(part)) > name_max:
+            raise _log_dir_error(
+                log_dir,
+                f"{too_long} (a folder name of {len(os.fsencode(part))} bytes, at most {name_max})",
+            )
+    file_name = f"{stem}{LONGEST_SUFFIX}"
+    if len(os.fsencode(file_name)) > name_max:
+        raise _log_dir_error(
+            log_dir,
+            f"{too_long} (the run's file names, {truncate(stem, 60)}.*, would be "
+            f"over {name_max} bytes: shorten the run's name)",
+        )
+    path = len(os.fsencode(str(log_dir / file_name)))
+    if path >= path_max:
+        raise _log_dir_error(
+            log_dir, f"{too_long} (its files' paths would be {path} bytes, under {path_max} fit)"
+        )
+    try:
+        (log_dir / f"{stem}.jsonl").exists()
+    except OSError as exc:  # a folder that may not be searched...
+        raise _log_dir_error(log_dir, exc.strerror or str(exc)) from None
 
 
 def _free_stem(log_dir: Path, stem: str) -> str:
+    """`stem`, or `stem_2`, `stem_3`... when a run's files already have that name; the
+    folder refused as one line when it cannot be looked at (`check_log_files`)."""
+    check_log_files(log_dir, stem)
     candidate, n = stem, 1
-    while (log_dir / f"{candidate}.jsonl").exists() or (log_dir / f"{candidate}.json").exists():
-        n += 1
-        candidate = f"{stem}_{n}"
+    try:
+        while (log_dir / f"{candidate}.jsonl").exists() or (log_dir / f"{candidate}.json").exists():
+            n += 1
+            candidate = f"{stem}_{n}"
+    except OSError as exc:  # `stem_N` over the limit, a folder changed meanwhile...
+        raise _log_dir_error(log_dir, exc.strerror or str(exc)) from None
     return candidate
 
 

@@ -18,6 +18,11 @@ from tau_bench.records import EpisodeRecord
 from tau_bench.runner.plan import RunPlan
 
 
+class RunTerminated(Exception):
+    """The run got SIGTERM and stopped as on Ctrl-C: the finished episodes are written
+    (log, results, summary with `interrupted: true`) and `runner.outcome` is set."""
+
+
 class RunObserver(Protocol):
     """Progress hooks (the CLI's progress bar); all optional no-ops by default."""
 

@@ -67,7 +67,7 @@ def test_the_ray_extra_is_named_in_run_help() -> None:
     assert "pip install 'tau-adapters[ray]'" in done.stdout
 
 
-def test_a_console_prints_markup_like_text_as_it_is() -> None:
+def test_a_console_prints_markup_and_emoji_like_text_as_it_is() -> None:
     console = terminal.console(width=200, record=True, file=io.StringIO())
     table = Table(title="[/red]run")
     table.add_column("task")
@@ -75,8 +75,10 @@ def test_a_console_prints_markup_like_text_as_it_is() -> None:
     console.print(table)
     console.print("[/bold] [type=missing, input_value={}, input_type=dict]")
     console.print(terminal.styled("[red]", "green"))
+    console.print("direct ray x2 at 20:100: 0.95x; the bot said :smile:")
     out = console.export_text()
     for text in (
+        "direct ray x2 at 20:100: 0.95x; the bot said :smile:",
         "[/red]run",
         "[mobile_data_issue]roaming_off[PERSONA:None]",
         "[/bold] [type=missing, input_value={}, input_type=dict]",

@@ -30,18 +30,20 @@ gives them back when its leases expire (`backends.limiter`).
 from __future__ import annotations
 
 import asyncio
+import atexit
 import contextlib
 import gc
 import logging
 import os
 import signal
 import socket
+import sys
 import threading
 from collections.abc import Callable, Iterator
 from typing import Any
 
 from tau_bench.config import RunConfig
-from tau_bench.config.ray_address import split_host_port
+from tau_bench.config.ray_address import check_ray_address, split_host_port
 from tau_bench.json_decode import loads
 from tau_bench.runner.backends import Key, check_local_workers, share, worker_config
 from tau_bench.runner.backends.dispatch import Dispatch
@@ -96,6 +98,28 @@ class WorkerFailure(RuntimeError):
         return cls(f"a worker failed: {type(cause).__name__}: {first_line(cause)}")
 
 
+def _unanswered(reply: asyncio.Future[Any]) -> bool:
+    """A worker's start-up call not answered: still waiting, or given up on."""
+    return reply.cancelled() or not reply.done()
+
+
+async def placed_count(actors: list[Any]) -> int | None:
+    """How many of `actors` have a process on a node (Ray's actor table gives a placed
+    actor's pid while its constructor still runs), read from the GCS without a dashboard;
+    None when it cannot be read within `CONNECT_DEADLINE` (through Ray Client, say)."""
+
+    def count() -> int:
+        from ray._private import state  # the locked Ray's reader of the GCS's actor table
+
+        return sum(1 for a in actors if (state.actors(actor_id=a._actor_id.hex()) or {}).get("Pid"))
+
+    if not actors:
+        return 0
+    with contextlib.suppress(Exception):  # a thread and a deadline: never the loop's wait
+        return await asyncio.wait_for(asyncio.to_thread(count), CONNECT_DEADLINE)
+    return None
+
+
 def ray_module() -> Any:
     """Ray, or a one-line `MissingExtraError` naming the `ray` extra."""
     from tau_adapters.extras import require
@@ -115,8 +139,11 @@ def reach(address: str, deadline: float = CONNECT_DEADLINE) -> None:
     rather than Ray's half-minute or more of retries."""
     if address == "local":
         return
-    if address == "auto":  # as `ray.init` reads it
-        address = os.environ.get("RAY_ADDRESS") or address
+    if address == "auto" and os.environ.get("RAY_ADDRESS"):  # as `ray.init` reads it
+        try:  # checked as --ray-address is: an error may echo it, masked
+            address = check_ray_address(os.environ["RAY_ADDRESS"]) or address
+        except ValueError as exc:
+            raise ConnectionError(f"RAY_ADDRESS: {exc}") from None
     if address.startswith("ray://"):
         target = split_host_port(address)
     else:
@@ -141,8 +168,11 @@ def reach(address: str, deadline: float = CONNECT_DEADLINE) -> None:
             pass
     except OSError as exc:
         why = "no answer" if isinstance(exc, TimeoutError) else exc.strerror or str(exc)
+        moved = address not in (f"{host}:{port}", "auto") and not address.startswith("ray://")
+        named = f", the address Ray dials for {address}" if moved else ""
         raise ConnectionError(
-            f"nothing accepts connections at {host}:{port} ({why}; waited at most {deadline:g} s)"
+            f"nothing accepts connections at {host}:{port}{named} "
+            f"({why}; waited at most {deadline:g} s)"
         ) from None
     # `auto` left as it is finds a cluster of this machine, whose token Ray uses by
     # itself when it has one; an explicit address gets a token only when asked for
@@ -249,7 +279,7 @@ def start_ray(address: str | None, workers: int, runs: int = 1) -> bool:
     }
     if address and address != "local":
         reach(address)
-        with _keeping_sigterm():
+        with _starting_ray(ray):
             if "://" in address:
                 _quiet_client_server_notice()
                 _init_client(ray, address, common)
@@ -257,9 +287,47 @@ def start_ray(address: str | None, workers: int, runs: int = 1) -> bool:
                 ray.init(address=address, **common)
     else:
         check_local_workers(workers)
-        with _keeping_sigterm():
+        with _starting_ray(ray):
             ray.init(address="local", num_cpus=max(1, workers) * max(1, runs), **common)
     return True
+
+
+class RayStartTerminated(SystemExit):
+    """SIGTERM while `ray.init` ran (5-30 s): Ray's own handler raised `SystemExit`, and
+    what Ray had started by then is shut down. A run turns it into its
+    `terminated (SIGTERM)` line (exit 143); elsewhere the process exits 143."""
+
+
+@contextlib.contextmanager
+def _starting_ray(ray: Any) -> Iterator[None]:
+    """Around `ray.init`. Ray puts in SIGTERM handlers that exit at once (`sys.exit`):
+    that exit is caught here, Ray is shut down, and `RayStartTerminated` raised, where
+    the process used to end with no line and a Ray worker left behind. Ray's native
+    failure-signal handler, which would take SIGTERM from those (a native stack dump,
+    exit 134), is kept out of this process; the workers keep theirs."""
+    from ray._private import ray_constants
+
+    ray_constants.RAY_DISABLE_FAILURE_SIGNAL_HANDLER = True  # read as the core worker starts
+    try:
+        with _keeping_sigterm():
+            yield
+    except RayStartTerminated:
+        raise
+    except SystemExit:
+        with contextlib.suppress(Exception):
+            ray.shutdown()
+        # Ray's core worker, cut short in its start, crashes the interpreter's own
+        # teardown (a segfault, exit 139, in most tries): the process ends right
+        # after its last line instead, before that teardown.
+        atexit.register(_end_now, 143)
+        raise RayStartTerminated(143) from None
+
+
+def _end_now(code: int) -> None:
+    for stream in (sys.stdout, sys.stderr):
+        with contextlib.suppress(Exception):
+            stream.flush()
+    os._exit(code)
 
 
 CLIENT_START_ATTEMPTS = 3
@@ -454,9 +522,17 @@ class RayBackend:
         try:
             await all_results(started, START_DEADLINE)
         except BaseException as exc:
+            waiting = [a for a, f in zip(self.actors, started, strict=True) if _unanswered(f)]
+            placed = await placed_count(waiting) if isinstance(exc, TimeoutError) else None
             self._kill_all(ray)
             self._leave()
             if isinstance(exc, TimeoutError):
+                if waiting and placed == len(waiting):
+                    raise RuntimeError(
+                        f"{placed} of {self.workers} workers were placed but did not finish "
+                        f"starting within {START_DEADLINE:.0f} s (their output is in Ray's "
+                        "logs on their node)"
+                    ) from None
                 raise RuntimeError(
                     f"{self.workers} workers of 1 CPU each were not all placed within "
                     f"{START_DEADLINE:.0f} s (fewer CPUs in the cluster?)"
@@ -467,9 +543,20 @@ class RayBackend:
 
     async def _say_unplaced(self, ray: Any, started: list[asyncio.Future[Any]]) -> None:
         await asyncio.sleep(PLACING_NOTICE)
-        unplaced = sum(not f.done() for f in started)
-        if not unplaced:
+        waiting = [a for a, f in zip(self.actors, started, strict=True) if _unanswered(f)]
+        if not waiting:
             return
+        placed = await placed_count(waiting)
+        if placed == len(waiting):  # on a node, importing or setting up: CPUs are not short
+            _log.warning(
+                "%d of %d workers are placed and still starting; the run gives up %.0f s "
+                "after it started them",
+                placed,
+                len(started),
+                START_DEADLINE,
+            )
+            return
+        unplaced = len(waiting) - (placed or 0)
         cpus = ""
         with contextlib.suppress(Exception):  # a thread and a deadline: never the loop's wait
             asked = asyncio.to_thread(ray.cluster_resources)

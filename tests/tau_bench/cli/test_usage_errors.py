@@ -43,6 +43,8 @@ USAGE_ERRORS = [
     (["tasks", "show", "--env", "retail", "abc"], "task id"),
     (["serve", "--port", "99999"], "--port"),
     (["compare", "--bootstrap"], "--bootstrap"),
+    (["bench", "runner", "--workers", "1,2"], "--backend ray"),
+    (["bench", "runner", "--stack", "raw", "--backend", "ray"], "raw stack"),
 ]
 
 

@@ -115,7 +115,8 @@ def test_a_cluster_it_cannot_reach_stops_tau_serve_at_start_up(tmp_path: Path) -
     # the address as Ray dials it (a loopback host becomes this node's IP)
     assert re.fullmatch(
         rf"error: --backend ray: cannot start or reach the Ray cluster at 127\.0\.0\.1:{port}: "
-        rf"nothing accepts connections at \S+:{port} \(Connection refused; waited at most "
+        rf"nothing accepts connections at \S+:{port}"
+        rf"(, the address Ray dials for 127\.0\.0\.1:{port})? \(Connection refused; waited at most "
         r"10 s\)",
         errors[0],
     ), errors

@@ -8,7 +8,10 @@ tests/tau_bench/service/test_ray_runs.py. Real local Ray, started by the code un
 from __future__ import annotations
 
 import asyncio
+import logging
+import socket
 from pathlib import Path
+from typing import Any
 
 import pytest
 import ray
@@ -16,7 +19,7 @@ import ray
 from tau_bench.config import RunConfig
 from tau_bench.runner import Runner
 from tau_bench.runner.backends import ray as ray_backend
-from tau_bench.runner.backends.ray import RayBackend, ray_for_runs
+from tau_bench.runner.backends.ray import RayBackend, placed_count, ray_for_runs
 from tests.conftest import DATA_DIR
 
 
@@ -95,5 +98,68 @@ async def test_a_ray_this_process_did_not_start_is_left_running(tmp_path: Path) 
             await backend.ready()
             await backend.stop()
         assert ray.is_initialized()
+    finally:
+        ray.shutdown()
+
+
+async def test_workers_placed_but_slow_to_start_are_not_reported_as_unplaced(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    """Two workers on a two-CPU Ray, both placed, whose start-up hangs (their runner
+    class, unpickled on the worker, waits on a socket this test holds): the notice and
+    the error say they are starting, not that the cluster lacks CPUs."""
+    ray.init(address="local", num_cpus=2, include_dashboard=False, log_to_driver=False)
+    listener = socket.create_server(("127.0.0.1", 0))
+    listener.settimeout(120)  # the deadline of each worker's connection
+    port = listener.getsockname()[1]
+
+    def hold(port: int) -> type:  # runs in the worker, as its arguments are unpickled
+        with socket.create_connection(("127.0.0.1", port)) as link:
+            link.recv(1)  # until the test lets go
+        return Runner
+
+    class HeldRunner:
+        def __reduce__(self) -> tuple[Any, ...]:
+            return (hold, (port,))
+
+    held: list[socket.socket] = []
+    try:
+        backend = RayBackend(config(tmp_path), HeldRunner(), workers=2)  # type: ignore[arg-type]
+        backend.start()
+        held = [listener.accept()[0] for _ in range(2)]  # both placed, both starting
+        assert await placed_count(backend.actors) == 2
+        monkeypatch.setattr(ray_backend, "PLACING_NOTICE", 0.0)
+        monkeypatch.setattr(ray_backend, "START_DEADLINE", 5.0)
+        with (
+            caplog.at_level(logging.WARNING, "tau_bench.runner.backends.ray"),
+            pytest.raises(
+                RuntimeError,
+                match=r"^2 of 2 workers were placed but did not finish starting within 5 s ",
+            ),
+        ):
+            await backend.ready()
+        notices = [r.getMessage() for r in caplog.records if r.name == ray_backend.__name__]
+        assert notices == [
+            "2 of 2 workers are placed and still starting; the run gives up 5 s after it "
+            "started them"
+        ]
+        assert backend.actors == []
+    finally:
+        for link in held:
+            link.close()
+        listener.close()
+        ray.shutdown()
+
+
+async def test_a_worker_waiting_for_a_cpu_is_counted_as_unplaced(tmp_path: Path) -> None:
+    ray.init(address="local", num_cpus=1, include_dashboard=False, log_to_driver=False)
+    try:
+        backend = RayBackend(config(tmp_path), Runner, workers=2)  # one more than the CPUs
+        backend.start()
+        pids = [asyncio.wrap_future(a.pid.remote().future()) for a in backend.actors]
+        done, _ = await asyncio.wait(pids, timeout=120, return_when=asyncio.FIRST_COMPLETED)
+        assert len(done) == 1  # one started; the other waits for the CPU
+        assert await placed_count(backend.actors) == 1
+        await backend.stop(graceful=False)
     finally:
         ray.shutdown()

@@ -44,7 +44,9 @@ def test_a_port_where_no_ray_client_server_answers_is_refused() -> None:
 def test_a_gcs_address_is_probed_where_ray_dials() -> None:
     # Ray dials a loopback GCS address at the node's IP; the probe follows it.
     port = closed_port()
-    with pytest.raises(ConnectionError, match=rf"nothing accepts connections at \S+:{port} "):
+    # When that is another address, the message says which one the user gave.
+    named = rf"(127\.0\.0\.1:{port}|\S+:{port}, the address Ray dials for 127\.0\.0\.1:{port})"
+    with pytest.raises(ConnectionError, match=rf"nothing accepts connections at {named} \("):
         reach(f"127.0.0.1:{port}", deadline=5.0)
 
 
@@ -88,3 +90,12 @@ def test_tau_run_refuses_in_one_line_and_writes_nothing(
     if address == "CLOSED":
         address = f"127.0.0.1:{closed_port()}"
     assert message in tau_run_refusal(tmp_path, "--ray-address", address)
+
+
+def test_auto_checks_ray_address_as_the_flag_is_and_masks_it(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setenv("RAY_ADDRESS", "ray://ops:hunter2@head:10001?token=abc")
+    with pytest.raises(ConnectionError, match=r"^RAY_ADDRESS: expected ") as raised:
+        reach("auto", deadline=5.0)
+    assert "hunter2" not in str(raised.value) and "abc" not in str(raised.value)

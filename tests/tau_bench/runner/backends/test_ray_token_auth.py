@@ -162,9 +162,7 @@ def test_a_killed_driver_takes_its_workers_on_the_cluster_with_it(
                 assert time.monotonic() < end, "no episode finished"
                 time.sleep(0.05)  # a poll of the log, bounded by DEADLINE
             head = psutil.Process(int(cluster["pid"]))
-            workers = [
-                p for p in head.children(recursive=True) if "EpisodeWorker" in " ".join(p.cmdline())
-            ]
+            workers = [p for p in head.children(recursive=True) if "EpisodeWorker" in _cmd(p)]
             assert workers, "the run's worker is not among the cluster's processes"
             driver.kill()
             driver.wait(timeout=DEADLINE)
@@ -179,6 +177,15 @@ def test_a_killed_driver_takes_its_workers_on_the_cluster_with_it(
                 driver.kill()
         assert episodes_in(log) < 10  # it was killed mid-run
         assert server.stats()["requests"] == calls
+
+
+def _cmd(process: psutil.Process) -> str:
+    """`process`'s command line; empty for one that has ended (a zombie the raylet has
+    not reaped yet: a worker of an earlier run)."""
+    try:
+        return " ".join(process.cmdline())
+    except (psutil.NoSuchProcess, psutil.ZombieProcess):
+        return ""
 
 
 def test_something_else_listening_is_refused_within_the_deadline(tmp_path: Path) -> None:
