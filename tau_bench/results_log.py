@@ -13,7 +13,6 @@ import errno
 import json
 import math
 import os
-import stat
 import threading
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -24,6 +23,8 @@ try:
 except ImportError:  # pragma: no cover - Windows
     fcntl = None  # type: ignore[assignment]
 
+from tau_bench import bounded_files
+from tau_bench.bounded_files import FileTooLarge, NotRegularFile
 from tau_bench.json_decode import loads
 from tau_bench.records import EpisodeRecord
 
@@ -177,24 +178,17 @@ def encode_record(record: EpisodeRecord) -> bytes:
 
 def open_regular(path: Path) -> BinaryIO:
     """`path` opened for reading, refused (`LogFileError`) unless it is a regular file of
-    at most `MAX_LOG_SIZE` bytes. Opened without blocking, so a FIFO named as a log is
-    refused rather than waited on for a writer that never comes; a device (`/dev/zero`)
-    is refused rather than read without end."""
+    at most `MAX_LOG_SIZE` bytes (`bounded_files.open_regular`: a FIFO named as a log is
+    refused rather than waited on, a device rather than read without end)."""
     try:
-        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK)
+        return bounded_files.open_regular(path, MAX_LOG_SIZE)
+    except NotRegularFile:
+        problem = "is not a regular file (a results log is a <run-name>.jsonl file)"
+    except FileTooLarge:
+        problem = f"is larger than {MAX_LOG_SIZE // 1024**3} GiB: not a results log tau can read"
     except OSError as exc:
         raise LogFileError(f"cannot read results log {path}: {exc.strerror or exc}") from None
-    info = os.fstat(fd)
-    problem = None
-    if not stat.S_ISREG(info.st_mode):
-        problem = "is not a regular file (a results log is a <run-name>.jsonl file)"
-    elif info.st_size > MAX_LOG_SIZE:
-        problem = f"is larger than {MAX_LOG_SIZE // 1024**3} GiB: not a results log tau can read"
-    if problem is not None:
-        os.close(fd)
-        raise LogFileError(f"{path} {problem}")
-    os.set_blocking(fd, True)
-    return os.fdopen(fd, "rb")
+    raise LogFileError(f"{path} {problem}")
 
 
 def log_lines(fh: BinaryIO) -> Any:

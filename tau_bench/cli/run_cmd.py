@@ -22,10 +22,10 @@ def run(ctx: typer.Context, **params: Any) -> None:
     from tau_bench.config import RunConfigError
 
     try:
-        cfg = config_from_context(ctx)
+        cfg, asked = config_from_context(ctx)
     except RunConfigError as exc:
         fail(str(exc))
-    _execute(cfg)
+    _execute(cfg, asked)
 
 
 run.__signature__ = with_underscore_aliases(_flags)  # type: ignore[attr-defined]
@@ -77,7 +77,38 @@ def _stopped(runner: Any, how: str, code: int) -> NoReturn:
     raise SystemExit(code)
 
 
-def _execute(cfg: RunConfig) -> None:
+def plan_notes(cfg: RunConfig, plan: Any, asked: frozenset[str]) -> list[str]:
+    """What the run does other than `asked` says: a resumed run keeps its name, folder and
+    trials; a run name already taken is written under the next free one."""
+    from pathlib import Path
+
+    notes = []
+    where = plan.log_path.parent
+    if plan.resumed:
+        if "run_name" in asked and cfg.run_name != plan.run_name:
+            notes.append(
+                f"note: run name {cfg.run_name} is not used when resuming: the run keeps "
+                f"its name {plan.run_name}"
+            )
+        if "log_dir" in asked and Path(cfg.log_dir).resolve() != where.resolve():
+            notes.append(
+                f"note: log dir {cfg.log_dir} is not used when resuming: the run's files "
+                f"stay beside its log, in {where}"
+            )
+        if "num_trials" in asked and plan.config.num_trials > cfg.num_trials:
+            notes.append(
+                f"note: the log holds {plan.config.num_trials} trials and all are kept "
+                f"(num trials {cfg.num_trials} removes none)"
+            )
+    elif cfg.run_name and plan.run_name != cfg.run_name:
+        notes.append(
+            f"note: run name {cfg.run_name} is taken in {where}: this run is written as "
+            f"{plan.run_name}"
+        )
+    return notes
+
+
+def _execute(cfg: RunConfig, asked: frozenset[str] = frozenset()) -> None:
     import asyncio
 
     from tau_bench import terminal
@@ -101,6 +132,8 @@ def _execute(cfg: RunConfig) -> None:
     err = terminal.console(stderr=True)
     observer = make_progress(err, quiet=cfg.quiet)
     runner = Runner(plan, observer, sigterm_stops=True)
+    for line in plan_notes(cfg, plan, asked):
+        note(line)
     if plan.resumed:
         note(
             f"resuming {plan.log_path}: {len(plan.order) - len(plan.pending)} of "

@@ -119,7 +119,9 @@ def _merge(*layers: dict[str, Any]) -> dict[str, Any]:
     return out
 
 
-def config_from_context(ctx: typer.Context) -> RunConfig:
+def config_from_context(ctx: typer.Context) -> tuple[RunConfig, frozenset[str]]:
+    """The run's config, and the settings the user set (flags, `--config`): what a
+    resumed run does not use is then said, not silently dropped."""
     from tau_bench.config import (
         RunConfigError,
         backend_conflict,
@@ -144,7 +146,7 @@ def config_from_context(ctx: typer.Context) -> RunConfig:
     problem = backend_conflict(chosen, merged.get("workers"), merged.get("ray_address"))
     if problem is not None:
         raise RunConfigError(problem)
-    return build_config(merged)
+    return build_config(merged), frozenset(yaml_layer) | frozenset(cli)
 
 
 def split_adapter_args(strategy: str, args: list[str]) -> tuple[list[str], dict[str, Any]]:

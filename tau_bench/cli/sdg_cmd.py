@@ -61,6 +61,12 @@ def generate(
         fail(f"unknown difficulty {difficulty!r} (available: {', '.join(DIFFICULTIES)})")
     if not math.isfinite(temperature) or temperature < 0:
         fail(f"--temperature must be a finite number, 0 or more, not {temperature}")
+    from tau_bench.config.run_config import check_endpoint_url
+
+    try:
+        check_endpoint_url(api_base)
+    except ValueError as exc:
+        fail(f"--api-base: {exc}")
     _check_files(output_file, rejected_file)  # before the model stack is even imported
 
     from tau_bench import terminal

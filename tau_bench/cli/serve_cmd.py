@@ -17,10 +17,12 @@ import typer
 
 from tau_bench.cli.errors import fail
 from tau_bench.config.ray_address import check_ray_address
-from tau_bench.runner.backends import check_local_workers
+from tau_bench.runner.backends import check_local_ray
 from tau_bench.service.settings import (
     DEFAULT_SCORES_SETTINGS,
     LOOPBACK_HOSTS,
+    MAX_RUNS_AT_ONCE,
+    MAX_UNFINISHED_RUNS,
     STATE_DIR_ENV,
     TOKEN_ENV,
     ServiceSettings,
@@ -88,6 +90,7 @@ def registered_agents(path: Path | None) -> dict[str, dict[str, Any]]:
         read_yaml_mapping,
     )
     from tau_bench.service.settings import SERVER_FIELDS
+    from tau_bench.service.submission import SubmissionError, check_strategies
 
     if path is None:
         return {}
@@ -104,9 +107,11 @@ def registered_agents(path: Path | None) -> dict[str, dict[str, Any]]:
             fail(f"--agent-configs: {name}: {owned[0]}: set by the server, not by a config")
         try:
             settings = config_from_mapping(dict(entry))
-            build_config(settings)
+            check_strategies(build_config(settings))  # a typo is refused now, not per request
         except RunConfigError as exc:  # pydantic's prefix says nothing to an operator
             fail(f"--agent-configs: {name}: {str(exc).replace('Value error, ', '')}")
+        except SubmissionError as exc:
+            fail(f"--agent-configs: {name}: {exc.field}: {exc.message}")
         out[str(name)] = settings
     return out
 
@@ -137,7 +142,13 @@ def serve(
         typer.Option("--no-auth", help="No authentication (local development; loopback only)."),
     ] = False,
     max_runs: Annotated[
-        int, typer.Option("--max-runs", min=1, help="Runs executing at once; others queue.")
+        int,
+        typer.Option(
+            "--max-runs",
+            min=1,
+            max=MAX_RUNS_AT_ONCE,
+            help="Runs executing at once; others queue (at most --max-unfinished-runs).",
+        ),
     ] = 2,
     data_dir: Annotated[
         Path | None,
@@ -205,6 +216,7 @@ def serve(
         typer.Option(
             "--max-unfinished-runs",
             min=1,
+            max=MAX_UNFINISHED_RUNS,
             help="Runs queued or running at most; a request for more is refused (429).",
         ),
     ] = 50,
@@ -244,6 +256,12 @@ def serve(
         fail(f"--log-level: unknown level {log_level!r} (one of: {', '.join(LOG_LEVELS)})")
     if backend not in (None, "local", "ray"):
         fail(f"--backend: unknown backend {backend!r} (local or ray)")
+    if max_runs > max_unfinished_runs:
+        fail(
+            f"--max-runs {max_runs} is more than --max-unfinished-runs {max_unfinished_runs}"
+            " (the runs the server holds queued or running): lower --max-runs, or raise "
+            "--max-unfinished-runs"
+        )
     try:
         ray_address = check_ray_address(ray_address)
     except ValueError as exc:
@@ -257,7 +275,7 @@ def serve(
     on_ray = backend == "ray" or workers > 1 or ray_address is not None
     if on_ray and ray_address in (None, "local"):  # a Ray started on this machine
         try:
-            check_local_workers(workers)
+            check_local_ray(workers, max_runs)
         except ValueError as exc:
             fail(str(exc))
     settings = ServiceSettings(

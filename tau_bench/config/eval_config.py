@@ -9,9 +9,10 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
 from tau_bench.config.layers import build_config, config_from_mapping, normalize_key
-from tau_bench.config.run_config import RunConfig, RunConfigError, _as_list
+from tau_bench.config.run_config import MAX_TRIALS, RunConfig, RunConfigError, _as_list
 
 # Keys of an eval file that are not RunConfig fields.
+MAX_USER_MODELS = 100  # runs of one eval, all at once: far above any real comparison
 _EVAL_KEYS = frozenset({"name", "user_models", "num_samples", "ks", "output"})
 _UNSAFE_NAME = re.compile(r"[^A-Za-z0-9._-]+")
 
@@ -42,8 +43,9 @@ class EvalConfig(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
     name: str = "eval"
-    user_models: list[str] = Field(min_length=1)
-    num_samples: int = Field(default=1, ge=1)
+    # Each user model is a run, and they all go on at once.
+    user_models: list[str] = Field(min_length=1, max_length=MAX_USER_MODELS)
+    num_samples: int = Field(default=1, ge=1, le=MAX_TRIALS)
     ks: list[int] | None = None
     output: str | None = None
     run: dict[str, Any] = Field(default_factory=dict)

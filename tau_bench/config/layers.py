@@ -9,14 +9,13 @@ otherwise, so a typo never passes silently.
 
 from __future__ import annotations
 
-import os
-import stat
 from pathlib import Path
 from typing import Any
 
 from pydantic import BaseModel, ValidationError
 
 from tau_adapters import jsonsafe
+from tau_bench.bounded_files import FileTooLarge, NotRegularFile, read_regular
 from tau_bench.config.run_config import RunConfig, RunConfigError, _as_list
 
 # Where `config_from_mapping` keeps settings that are not RunConfig fields (the adapter's).
@@ -159,34 +158,19 @@ def read_yaml_mapping(path: str | Path) -> dict[str, Any]:
 
 def read_config_bytes(path: Path) -> bytes:
     """The bytes of config file `path`, refused (`RunConfigError`, one line naming it)
-    unless it is a regular file of at most `MAX_CONFIG_SIZE` bytes.
-
-    Why: a device (`/dev/zero`) would be read without end, a FIFO waited on for a writer
-    that never comes. As `--resume` reads its log (`results_log.open_regular`): opened
-    without blocking, checked with fstat, then at most cap + 1 bytes read so that a file
-    growing meanwhile is still bounded."""
+    unless it is a regular file of at most `MAX_CONFIG_SIZE` bytes
+    (`bounded_files.read_regular`: a device would be read without end, a FIFO waited on
+    for a writer that never comes)."""
     try:
-        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK)
+        return read_regular(path, MAX_CONFIG_SIZE)
+    except NotRegularFile:
+        raise RunConfigError(
+            f"config file {path} is not a regular file (a config is a YAML file)"
+        ) from None
+    except FileTooLarge:
+        raise RunConfigError(_too_large(path)) from None
     except OSError as exc:
         raise RunConfigError(f"cannot read config file {path}: {exc.strerror or exc}") from None
-    try:
-        info = os.fstat(fd)
-        if not stat.S_ISREG(info.st_mode):
-            raise RunConfigError(
-                f"config file {path} is not a regular file (a config is a YAML file)"
-            )
-        if info.st_size > MAX_CONFIG_SIZE:
-            raise RunConfigError(_too_large(path))
-        os.set_blocking(fd, True)
-        with os.fdopen(fd, "rb", closefd=False) as fh:
-            data = fh.read(MAX_CONFIG_SIZE + 1)
-    except OSError as exc:
-        raise RunConfigError(f"cannot read config file {path}: {exc.strerror or exc}") from None
-    finally:
-        os.close(fd)
-    if len(data) > MAX_CONFIG_SIZE:
-        raise RunConfigError(_too_large(path))
-    return data
 
 
 def _too_large(path: Path) -> str:

@@ -11,13 +11,13 @@ never a traceback (nor a `MemoryError`). Every suite's loaders read through thes
 from __future__ import annotations
 
 import json
-import os
-import stat
 import sys
 import tomllib
 from pathlib import Path
 from typing import Any
 
+from tau_bench import bounded_files
+from tau_bench.bounded_files import FileTooLarge
 from tau_bench.data.errors import DataDirError
 
 __all__ = [
@@ -46,27 +46,11 @@ def damaged(path: Path, problem: str, hint: str = PULL_HINT) -> DataDirError:
     return DataDirError(f"{path} {problem}: the data directory is damaged; {hint}")
 
 
-class FileTooLarge(ValueError):
-    """A file past `MAX_FILE_SIZE` (`read_capped`); each reader words its own message."""
-
-
 def read_capped(path: Path) -> bytes:
-    """The file's bytes, at most `MAX_FILE_SIZE`: a larger regular file is refused by its
-    size before it is read (a sparse file never fills memory), a device or a pipe (which
-    may never end) once that much has arrived; `FileTooLarge` then, and for a file under
-    the cap that this process cannot hold (MemoryError). Other `OSError`s as raised. The
-    one bounded reader of data files, task files and τ² results files."""
-    try:
-        with Path(path).open("rb") as fh:
-            info = os.fstat(fh.fileno())
-            if info.st_size > MAX_FILE_SIZE:
-                raise FileTooLarge(str(path))
-            data = fh.read() if stat.S_ISREG(info.st_mode) else fh.read(MAX_FILE_SIZE + 1)
-    except MemoryError:
-        raise FileTooLarge(str(path)) from None
-    if len(data) > MAX_FILE_SIZE:
-        raise FileTooLarge(str(path))
-    return data
+    """The file's bytes, at most `MAX_FILE_SIZE` (`bounded_files.read_capped`: a device
+    or a pipe is read until that much has arrived). The one bounded reader of data files,
+    task files and τ² results files."""
+    return bounded_files.read_capped(path, MAX_FILE_SIZE)
 
 
 def _read_bytes(path: Path, hint: str) -> bytes:

@@ -31,6 +31,7 @@ from gymnasium.error import ResetNeeded
 
 from tau_adapters.conversation import DEFAULT_MAX_STEPS, Conversation
 from tau_adapters.protocol import ToolCall, UserOutput, UserReply, UserSimulator
+from tau_bench.config.run_config import check_endpoint_url
 from tau_bench.episode import bind_user, score_episode
 from tau_bench.gym.actions import parse_action
 from tau_bench.gym.pool import Ref, domain_list, label, parse_ref
@@ -116,6 +117,7 @@ class TauBenchEnv(gymnasium.Env[str, Any]):
         if render_mode is not None and render_mode not in self.metadata["render_modes"]:
             raise ValueError(f"unknown render mode {render_mode!r} (available: ansi)")
         self.llm_path = None if llm_path is None else checked_llm_path(llm_path)
+        check_endpoint_url(user_api_base)  # ValueError naming the form: one line, not retries
         self.data_dir = data_dir
         self.judge_model = judge_model
         self.domain_names = domain_list(domain)

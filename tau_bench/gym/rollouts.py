@@ -29,7 +29,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from tau_bench.config import RunConfig, build_config
+from tau_bench.config import RunConfig, RunConfigError, backend_conflict, build_config
 from tau_bench.records import EpisodeRecord
 from tau_bench.runner import Runner, prepare_run
 
@@ -68,6 +68,11 @@ async def abatch_rollouts(
 async def _run_batch(
     task_ids: Iterable[int | str] | None, log_dir: str, settings: dict[str, Any]
 ) -> list[Rollout]:
+    problem = backend_conflict(
+        settings.get("backend"), settings.get("workers"), settings.get("ray_address")
+    )
+    if problem is not None:  # `backend="local"` is a choice: not overridden by `workers`
+        raise RunConfigError(problem)
     data = {"quiet": True, "log_dir": log_dir, **settings}
     if task_ids is not None:
         data["task_ids"] = list(task_ids)

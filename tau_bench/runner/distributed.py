@@ -69,7 +69,11 @@ async def run_on_workers(runner: Runner) -> RunOutcome:
     finally:
         with contextlib.suppress(Exception):
             await provider.aclose()
-    backend = RayBackend(runner.config, type(runner))
+    pending = runner.plan.pending
+    # A worker with no episode to run would only pay its start-up.
+    backend = RayBackend(
+        runner.config, type(runner), min(runner.config.workers, max(1, len(pending)))
+    )
     try:  # before the log: a missing extra or a bad address writes nothing
         backend.start()
         await backend.ready()
@@ -85,7 +89,6 @@ async def run_on_workers(runner: Runner) -> RunOutcome:
         raise RunConfigError(f"--backend ray: cannot start or reach {where}: {exc}") from None
     runner.sigterm.claim()  # from `ray.init`'s handlers: SIGTERM stops the run as Ctrl-C
     runner._log = runner._open_log()
-    pending = runner.plan.pending
     if runner.observer is not None:
         planned = set(runner.plan.order)
         done = [r for k, r in runner._records.items() if k in planned and not r.is_error]

@@ -18,6 +18,13 @@ TOKEN_ENV = "TAU_SERVE_TOKEN"
 STATE_DIR_ENV = "TAU_SERVE_STATE_DIR"
 LOOPBACK_HOSTS = frozenset({"127.0.0.1", "localhost", "::1"})
 
+MAX_RUNS_AT_ONCE = 64
+"""`--max-runs` at most: each running run holds its episodes (up to `max_concurrency`
+each) and, on a local Ray, its workers' processes."""
+
+MAX_UNFINISHED_RUNS = 10_000
+"""`--max-unfinished-runs` at most: every queued run is a row and a folder the server keeps."""
+
 # Run settings the server owns: a client may not set them (they name server paths).
 SERVER_FIELDS = frozenset({"log_dir", "resume", "data_dir"})
 
@@ -78,8 +85,13 @@ class ServiceSettings:
     def __post_init__(self) -> None:
         if self.token is not None and not self.token.strip():
             raise ValueError("the API token is empty")
-        if self.max_runs < 1:
-            raise ValueError("max_runs must be at least 1")
+        if not 1 <= self.max_runs <= min(MAX_RUNS_AT_ONCE, self.limits.max_unfinished_runs):
+            raise ValueError(
+                f"max_runs must be 1-{MAX_RUNS_AT_ONCE} and at most max_unfinished_runs "
+                f"({self.limits.max_unfinished_runs})"
+            )
+        if not 1 <= self.limits.max_unfinished_runs <= MAX_UNFINISHED_RUNS:
+            raise ValueError(f"max_unfinished_runs must be 1-{MAX_UNFINISHED_RUNS:,}")
         if self.backend not in ("local", "ray"):
             raise ValueError(f"unknown backend {self.backend!r} (local or ray)")
         if self.workers < 1:

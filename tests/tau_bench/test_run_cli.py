@@ -15,6 +15,7 @@ from typer.testing import CliRunner
 from tau_bench.cli import run_cmd
 from tau_bench.config import RunConfig
 from tests.conftest import DATA_DIR
+from tests.tau_bench.cli.run_parsing import parsed_run
 
 ROOT = Path(__file__).resolve().parents[2]
 ENV = {**os.environ, "TAU_BENCH_DATA": str(DATA_DIR), "LITELLM_LOCAL_MODEL_COST_MAP": "True"}
@@ -25,10 +26,7 @@ def parse(monkeypatch):
     """Parse flags with the real command, capturing the RunConfig instead of running it."""
 
     def _parse(*args: str) -> tuple[RunConfig | None, Any]:
-        seen: list[RunConfig] = []
-        monkeypatch.setattr(run_cmd, "_execute", seen.append)
-        result = CliRunner().invoke(run_cmd.standalone_app(), list(args))
-        return (seen[0] if seen else None), result
+        return parsed_run(monkeypatch, *args)
 
     return _parse
 

@@ -43,6 +43,7 @@ from tau_bench.runner.backends import ray as ray_backend
 from tau_bench.runner.backends.limiter import ProviderLimiter, RemoteSlots
 from tau_bench.runner.backends.ray import STOP_DEADLINE
 from tests.conftest import DATA_DIR
+from tests.tau_bench.cli.run_parsing import parsed_run
 
 RETAIL = [f"retail/{i}" for i in range(6)]
 AIRLINE = ["airline/13", "airline/0", "airline/1", "airline/2"]
@@ -142,6 +143,23 @@ async def test_two_workers_give_the_same_records_and_summary(tmp_path, env, task
     header = read_log(tmp_path / "two.jsonl").header
     assert header["config"]["workers"] == 2 and "workers" not in header["fingerprint"]
     assert "backend" not in header["fingerprint"]
+
+
+async def test_no_more_workers_start_than_there_are_episodes_to_run(tmp_path):
+    """`--workers 2` for one episode started two workers, one of them only to pay its
+    start-up; the workers are now as many as the episodes at most."""
+    runner = Runner(
+        prepare_run(make_config(tmp_path, env="retail", task_ids=[0], num_trials=1, workers=2))
+    )
+    outcome = await runner.run()
+    assert outcome.ran == 1 and "worker_errors" not in outcome.summary
+    assert [s["episodes"] for s in runner.worker_stats] == [1]
+    assert read_log(outcome_log(tmp_path)).header["config"]["workers"] == 2  # as asked
+
+
+def outcome_log(tmp_path: Path) -> Path:
+    (log,) = tmp_path.glob("*.jsonl")
+    return log
 
 
 async def test_resume_across_backends_runs_only_the_missing_episodes(tmp_path):
@@ -493,10 +511,7 @@ def test_worker_config_shares_concurrency_not_limits(tmp_path):
 
 
 def parse(monkeypatch: pytest.MonkeyPatch, *args: str) -> tuple[RunConfig | None, Any]:
-    seen: list[RunConfig] = []
-    monkeypatch.setattr(run_cmd, "_execute", seen.append)
-    result = CliRunner().invoke(run_cmd.standalone_app(), list(args))
-    return (seen[0] if seen else None), result
+    return parsed_run(monkeypatch, *args)
 
 
 @pytest.mark.parametrize("args", [["--workers", "2"], ["--workers=2"]])

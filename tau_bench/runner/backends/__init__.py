@@ -51,6 +51,27 @@ def check_local_workers(workers: int) -> None:
         )
 
 
+LOCAL_RAY_WORKERS_PER_CPU = 4
+"""Worker processes a local Ray may hold for runs at once, per CPU: each is a Python
+process with the package loaded (~300-400 MB), and past a few per CPU they add memory,
+not speed."""
+
+
+def check_local_ray(workers: int, runs: int = 1) -> None:
+    """RunConfigError when a Ray started on this machine for `runs` runs at once, each of
+    `workers` workers, would start more worker processes than it can carry
+    (`check_local_workers` for one run; `LOCAL_RAY_WORKERS_PER_CPU` for all of them)."""
+    check_local_workers(workers)
+    cap = LOCAL_RAY_WORKERS_PER_CPU * machine_cpus()
+    if workers * runs > cap:
+        raise RunConfigError(
+            f"{runs:,} runs at once of {workers} worker(s) each would start "
+            f"{workers * runs:,} worker processes on a local Ray; at most {cap} here "
+            f"({LOCAL_RAY_WORKERS_PER_CPU} per CPU): run fewer at once, or join a cluster "
+            "with --ray-address"
+        )
+
+
 def share(value: int, parts: int) -> int:
     """One of `parts` workers' share of `value` (at least 1)."""
     return max(1, math.ceil(value / parts))

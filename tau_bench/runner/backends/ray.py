@@ -45,7 +45,7 @@ from typing import Any
 from tau_bench.config import RunConfig
 from tau_bench.config.ray_address import check_ray_address, split_host_port
 from tau_bench.json_decode import loads
-from tau_bench.runner.backends import Key, check_local_workers, share, worker_config
+from tau_bench.runner.backends import Key, check_local_ray, share, worker_config
 from tau_bench.runner.backends.dispatch import Dispatch
 from tau_bench.runner.backends.limiter import LEASE_TTL, ProviderLimiter
 from tau_bench.runner.backends.ray_actors import EpisodeWorker, WorkerSetupError
@@ -286,7 +286,7 @@ def start_ray(address: str | None, workers: int, runs: int = 1) -> bool:
             else:
                 ray.init(address=address, **common)
     else:
-        check_local_workers(workers)
+        check_local_ray(workers, max(1, runs))
         with _starting_ray(ray):
             ray.init(address="local", num_cpus=max(1, workers) * max(1, runs), **common)
     return True
@@ -501,7 +501,9 @@ class RayBackend:
         """Start (or join) Ray and the actors, without waiting for them to be placed
         (`ready`); on failure leave nothing running."""
         ray = ray_module()
-        _PROCESS_RAY.join(self.config.ray_address, self.workers)
+        # A local Ray is checked and sized for the workers the run asked for, even when
+        # fewer start (no more than its episodes): `--workers 64` is refused on 2 CPUs.
+        _PROCESS_RAY.join(self.config.ray_address, max(self.workers, self.config.workers))
         self._joined = True
         try:
             self._start_actors(ray)

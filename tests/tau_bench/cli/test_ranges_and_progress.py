@@ -9,11 +9,9 @@ import subprocess
 import sys
 from pathlib import Path
 
-from typer.testing import CliRunner
-
-from tau_bench.cli import run_cmd
 from tau_bench.config import RunConfig
 from tests.conftest import DATA_DIR
+from tests.tau_bench.cli.run_parsing import parsed_run
 
 TAU = Path(sys.executable).parent / "tau"
 ENV = {**os.environ, "TAU_BENCH_DATA": str(DATA_DIR), "LITELLM_LOCAL_MODEL_COST_MAP": "True"}
@@ -21,10 +19,8 @@ ORACLE = ["--env", "airline", "--agent-strategy", "oracle", "--user-strategy", "
 
 
 def _parse(monkeypatch, *args: str) -> tuple[RunConfig | None, str]:
-    seen: list[RunConfig] = []
-    monkeypatch.setattr(run_cmd, "_execute", seen.append)
-    result = CliRunner().invoke(run_cmd.standalone_app(), list(args))
-    return (seen[0] if seen else None), result.output
+    config, result = parsed_run(monkeypatch, *args)
+    return config, result.output
 
 
 def test_ranges_on_the_command_line_and_in_yaml(monkeypatch, tmp_path: Path) -> None:

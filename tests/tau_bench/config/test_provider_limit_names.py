@@ -12,12 +12,11 @@ import sys
 from pathlib import Path
 
 import pytest
-from typer.testing import CliRunner
 
-from tau_bench.cli import run_cmd
 from tau_bench.config import RunConfig, RunConfigError, build_config, config_from_mapping
 from tau_bench.runner.backends.ray import RayBackend
 from tests.conftest import DATA_DIR
+from tests.tau_bench.cli.run_parsing import parsed_run
 
 TAU = Path(sys.executable).parent / "tau"
 STRATEGY = "dialogflow-cx"  # a hosted agent whose registered name has a dash
@@ -25,11 +24,9 @@ STRATEGY = "dialogflow-cx"  # a hosted agent whose registered name has a dash
 
 def _from_command_line(monkeypatch: pytest.MonkeyPatch, *args: str) -> RunConfig:
     """The RunConfig `tau run ARGS` would run (parsed by the real command, not run)."""
-    seen: list[RunConfig] = []
-    monkeypatch.setattr(run_cmd, "_execute", seen.append)
-    result = CliRunner().invoke(run_cmd.standalone_app(), list(args))
-    assert seen, result.output
-    return seen[0]
+    config, result = parsed_run(monkeypatch, *args)
+    assert config is not None, result.output
+    return config
 
 
 def test_command_line_and_yaml_keep_the_name_as_written(

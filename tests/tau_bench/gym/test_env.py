@@ -317,3 +317,11 @@ async def test_sync_api_inside_a_running_loop(fake_llm: FakeLLM):
     assert obs == "Hello from nb."
     assert env.step("Thanks, bye.")[2] is True
     env.close()
+
+
+def test_a_user_api_base_that_is_no_url_is_refused_at_construction():
+    with pytest.raises(ValueError, match="expected an http\\(s\\) URL"):
+        make(user_api_base="localhost:8000/v1")
+    assert (
+        make(user_api_base="http://localhost:8000/v1").user_api_base == "http://localhost:8000/v1"
+    )

@@ -53,6 +53,15 @@ def test_a_bad_setting_names_itself() -> None:
         batch_rollouts(task_ids=[0], backend="spark", **BATCH)
 
 
+def test_an_explicit_local_backend_is_not_overridden_by_workers(tmp_path: Path) -> None:
+    """`backend="local"` with `workers=2` started a Ray; it is now refused, as `tau run`
+    refuses `--backend local --workers 2`, before anything runs or is written."""
+    for more in ({"workers": 2}, {"ray_address": "127.0.0.1:6379"}):
+        with pytest.raises(RunConfigError, match="backend local runs episodes in this process"):
+            batch_rollouts(task_ids=[0], backend="local", log_dir=str(tmp_path), **more, **BATCH)
+    assert list(tmp_path.iterdir()) == []
+
+
 def _kept_dir(text: str) -> Path:
     match = re.search(r"finished episodes are kept in (\S+) ", text)
     assert match, text

@@ -70,7 +70,7 @@ def seed_config(argv: list[str], monkeypatch: pytest.MonkeyPatch) -> RunConfig:
     from tau_bench.cli import run_cmd
 
     seen: list[RunConfig] = []
-    monkeypatch.setattr(run_cmd, "_execute", seen.append)
+    monkeypatch.setattr(run_cmd, "_execute", lambda cfg, *_: seen.append(cfg))
     assert run_cli(run_cmd.standalone_app(), argv) == 0
     return seen[0]
 

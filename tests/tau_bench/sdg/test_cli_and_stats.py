@@ -399,6 +399,7 @@ def test_generate_refuses_files_it_would_corrupt_and_a_non_finite_temperature(
         (_generate_args(out, "--temperature", "nan"), "--temperature"),
         (_generate_args(out, "--temperature", "inf"), "--temperature"),
         (_generate_args(out, "--temperature", "-1"), "--temperature"),
+        (_generate_args(out, "--api-base", "localhost:8000"), "--api-base: expected an http(s)"),
     ]  # fmt: skip
     for args, needle in cases:
         _one_error_line(_tau_sdg(*args), needle)

@@ -204,11 +204,11 @@ def test_something_else_listening_is_refused_within_the_deadline(tmp_path: Path)
 def test_workers_waiting_for_cpus_are_reported_and_ctrl_c_ends_cleanly(
     address: str, cluster: dict[str, str], tmp_path: Path
 ) -> None:
-    """Two workers on a one-CPU cluster: one waits to be placed. The run says so (it
+    """Two workers (for two episodes) on a one-CPU cluster: one waits to be placed. The run says so (it
     would wait up to 300 s, looking hung), and Ctrl-C then ends it with its one line,
     nothing written, and no asyncio noise about a future nobody retrieved."""
     argv = [str(TAU), "run", "--env", "airline", "--agent-strategy", "oracle"]
-    argv += ["--user-strategy", "scripted", "--task-ids", "0", "--ray-address", address]
+    argv += ["--user-strategy", "scripted", "--task-ids", "0", "1", "--ray-address", address]
     argv += ["--workers", "2", "--data-dir", str(DATA_DIR), "--log-dir", str(tmp_path / "r")]
     env = clean_env(RAY_AUTH_MODE="token", RAY_AUTH_TOKEN=cluster["token"])
     driver = subprocess.Popen(argv, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
