@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 import platform
 from pathlib import Path
 from typing import Any
@@ -10,6 +9,9 @@ from typing import Any
 import typer
 
 app = typer.Typer(no_args_is_help=True)
+
+MAX_EPISODES = 1_000_000  # a level's episodes, as a run's (`RunConfig.max_concurrency`)
+MAX_LATENCY = 60.0  # seconds the fake model takes per call: longer measures nothing more
 
 
 def _throwaway_progress() -> Any:
@@ -24,6 +26,25 @@ def _throwaway_progress() -> Any:
     return RichProgress(console, enabled=True)
 
 
+def _check_json(path: Path | None) -> None:
+    """`--json` checked before the benchmark (minutes of it), not when its figures are in."""
+    if path is not None:
+        from tau_bench.cli.output_paths import check_output
+
+        check_output(path, "--json")
+
+
+def _write_json(path: Path, figures: Any) -> None:
+    from tau_bench.cli.errors import fail, note
+    from tau_bench.results import write_json_atomic
+
+    try:
+        write_json_atomic(path, figures)
+    except OSError as exc:
+        fail(f"--json: cannot write {path}: {exc.strerror or exc}")
+    note(f"wrote {path}")
+
+
 def _machine() -> str:
     import os
 
@@ -33,7 +54,7 @@ def _machine() -> str:
 @app.command("core")
 def core(
     data_dir: Path | None = typer.Option(None, "--data-dir", help="τ-bench data directory."),
-    repeat: int = typer.Option(20, help="Samples per median."),
+    repeat: int = typer.Option(20, min=1, max=10_000, help="Samples per median."),
     json_out: Path | None = typer.Option(None, "--json", help="Also write the figures as JSON."),
     tau3_data_dir: Path | None = typer.Option(
         None, "--tau3-data-dir", help="τ³ data directory (default: $TAU3_BENCH_DATA / cache)."
@@ -45,6 +66,7 @@ def core(
     from tau_bench.benchmarks.core import render, run
     from tau_bench.data.paths import resolve_data_dir
 
+    _check_json(json_out)
     root = resolve_data_dir(data_dir)
     results = run(root, repeat)
     console = terminal.console(width=150)
@@ -52,7 +74,7 @@ def core(
     tau3 = _tau3_core(console, tau3_data_dir)
     console.print(f"machine: {_machine()}")
     if json_out:
-        json_out.write_text(json.dumps({**results, "tau3": tau3} if tau3 else results, indent=2))
+        _write_json(json_out, {**results, "tau3": tau3} if tau3 else results)
 
 
 def _tau3_core(console: Any, data_dir: Path | None) -> dict[str, Any] | None:
@@ -135,21 +157,30 @@ def runner(
     levels: str = typer.Option(
         "1:20,50:500,200:500", help="concurrency:episodes pairs, comma separated."
     ),
-    episodes: int | None = typer.Option(None, help="Episodes at every level (overrides)."),
-    latency: float = typer.Option(0.2, help="Seconds the fake server takes per model call."),
+    episodes: int | None = typer.Option(
+        None, min=1, max=MAX_EPISODES, help="Episodes at every level (overrides)."
+    ),
+    latency: float = typer.Option(
+        0.2, max=MAX_LATENCY, help="Seconds the fake server takes per model call."
+    ),
     env: str = typer.Option("airline", help="Domain of the (scripted) episodes."),
     stack: str = typer.Option(
         "both", help="litellm | direct | litellm-sdk | raw, or both (litellm, direct, raw) or all."
     ),
     model: str = typer.Option("openai/gpt-4o-mini", help="Model name sent (and priced)."),
     progress: bool = typer.Option(False, help="Attach the CLI's progress bar to every run."),
-    processes: int = typer.Option(1, help="Split every level over N processes started together."),
+    processes: int = typer.Option(
+        1, min=1, max=64, help="Split every level over N processes started together."
+    ),
     backend: str = typer.Option("local", help="Where episodes run: local, ray, or both."),
     workers: str | None = typer.Option(
         None, help="Ray worker counts of the ray rows (default 1,2; needs --backend ray|both)."
     ),
     rounds: int = typer.Option(
-        1, help="Measure every row N times, interleaved; report each row's median round."
+        1,
+        min=1,
+        max=100,
+        help="Measure every row N times, interleaved; report each row's median round.",
     ),
     data_dir: Path | None = typer.Option(None, "--data-dir", help="τ-bench data directory."),
     json_out: Path | None = typer.Option(None, "--json", help="Also write the rows as JSON."),
@@ -165,13 +196,12 @@ def runner(
         import psutil  # noqa: F401  (CPU and memory of the processes measured)
     except ImportError:
         fail("tau bench runner needs psutil: pip install psutil (make setup installs it)")
+    _check_json(json_out)
     try:
         pairs = bench.parse_levels(levels)
     except ValueError as exc:
         fail(f"--levels: {exc}")
     if episodes is not None:
-        if episodes < 1:
-            fail("--episodes must be at least 1")
         pairs = [(c, episodes) for c, _ in pairs]
     stacks = {"both": bench.STACKS, "all": bench.ALL_STACKS}.get(stack, (stack,))
     if any(s not in bench.ALL_STACKS for s in stacks):
@@ -215,14 +245,18 @@ def runner(
     if markdown:
         print(bench.markdown(rows))
     if json_out:
-        json_out.write_text(json.dumps(rows, indent=2))
+        _write_json(json_out, rows)
 
 
 @app.command("sdg")
 def sdg(
-    samples: int = typer.Option(48, "--samples", help="Samples per domain and difficulty."),
-    concurrency: int = typer.Option(8, "--concurrency", min=1, help="Samples at once."),
-    latency: float = typer.Option(0.5, "--latency", min=0.0, help="Seconds per model call."),
+    samples: int = typer.Option(
+        48, "--samples", min=1, max=100_000, help="Samples per domain and difficulty."
+    ),
+    concurrency: int = typer.Option(8, "--concurrency", min=1, max=10_000, help="Samples at once."),
+    latency: float = typer.Option(
+        0.5, "--latency", min=0.0, max=MAX_LATENCY, help="Seconds per model call."
+    ),
     fault_rate: float = typer.Option(0.2, "--fault-rate", min=0.0, max=1.0),
     seed: int = typer.Option(0, "--seed"),
     env: list[str] = typer.Option(
@@ -239,6 +273,7 @@ def sdg(
     from tau_bench.benchmarks import sdg_bench
     from tau_bench.cli.errors import fail
 
+    _check_json(json_out)
     bad = [e for e in env if e not in sdg_bench.DOMAINS]
     bad += [d for d in difficulty if d not in sdg_bench.LEVELS]
     if bad:
@@ -257,7 +292,7 @@ def sdg(
     console.print(*sdg_bench.render(results), sep="\n")
     console.print(f"machine: {results['machine']}")
     if json_out:
-        json_out.write_text(json.dumps(results, indent=2))
+        _write_json(json_out, results)
 
 
 @app.command("adapters")
@@ -266,8 +301,12 @@ def adapters(
         [], "--adapter", help="Adapter stand-in to measure (repeatable; default: all installed)."
     ),
     env: list[str] = typer.Option([], "--env", help="Domain (repeatable; default: both)."),
-    tasks: int = typer.Option(5, "--tasks", help="Test tasks per adapter and domain."),
-    repeat: int = typer.Option(3, "--repeat", help="Rounds of the tasks; the lowest CPU is kept."),
+    tasks: int = typer.Option(
+        5, "--tasks", min=1, max=10_000, help="Test tasks per adapter and domain."
+    ),
+    repeat: int = typer.Option(
+        3, "--repeat", min=1, max=100, help="Rounds of the tasks; the lowest CPU is kept."
+    ),
     agent_option: list[str] = typer.Option(
         [], "--agent-option", help="KEY=VALUE added to every adapter's options (repeatable)."
     ),
@@ -283,12 +322,11 @@ def adapters(
     from tau_bench.cli.errors import fail
     from tau_bench.data.paths import resolve_data_dir
 
+    _check_json(json_out)
     domains = tuple(env) or bench.DOMAINS
     unknown = [d for d in domains if d not in bench.DOMAINS]
     if unknown:
         fail(f"unknown --env {unknown[0]!r}: choose {' or '.join(bench.DOMAINS)}")
-    if tasks < 1 or repeat < 1:
-        fail("--tasks and --repeat must be at least 1")
     extra: dict[str, str] = {}
     for item in agent_option:
         key, sep, value = item.partition("=")
@@ -306,4 +344,4 @@ def adapters(
     if markdown:
         print(bench.markdown(rows))
     if json_out:
-        json_out.write_text(json.dumps(bench.as_json(rows), indent=2))
+        _write_json(json_out, bench.as_json(rows))

@@ -2,23 +2,35 @@
 
 Two kinds of expected failure reach the user:
 
-- usage errors (unknown flag, missing value, a value of the wrong type): click prints its
-  short usage and one `Error: ...` line, exit 2. typer 0.29 raises its own vendored copy
-  of click's exceptions, so both class families are recognised here;
+- usage errors (unknown flag, missing value, a value of the wrong type): one `error: ...`
+  line naming the command's `--help`, exit 2 (not click's usage block around its own
+  `Error:` line). typer 0.29 raises its own vendored copy of click's exceptions, so both
+  class families are recognised here; a group run with no arguments prints its help;
 - user errors raised by commands (`fail`, `UserError`, a bad data directory, an unknown
-  domain...): one `error: ...` line, exit 2 unless the command says otherwise.
+  domain...): one `error: ...` line, exit 2 unless the command says otherwise; so is a
+  path longer than the file system takes (ENAMETOOLONG), wherever a command meets it.
 
 Anything else is a bug and keeps its traceback.
 """
 
 from __future__ import annotations
 
+import errno
+import os
 import sys
 from typing import Any, NoReturn
 
 import typer
 
 from tau_adapters.jsonsafe import printable
+from tau_adapters.redaction import environment_secrets, mask_values, truncate
+
+
+def shown(message: str) -> str:
+    """`message` as an error or note may show it: the values of secret-named environment
+    variables masked (a key typed in the wrong place is echoed by the check that refuses
+    it), a bot's control characters escaped."""
+    return printable(str(mask_values(message, environment_secrets())))
 
 
 class UserError(Exception):
@@ -28,7 +40,7 @@ class UserError(Exception):
 def note(message: str) -> None:
     """A status line on stderr, never wrapped (scripts grep these); a bot's words in it
     are shown, never obeyed by the terminal."""
-    print(printable(message), file=sys.stderr, flush=True)
+    print(shown(message), file=sys.stderr, flush=True)
 
 
 def fail(message: str, code: int = 2) -> NoReturn:
@@ -37,7 +49,7 @@ def fail(message: str, code: int = 2) -> NoReturn:
     SystemExit, not typer.Exit: with standalone_mode=False click turns Exit into a return
     value, and CliRunner, `run_cli` and plain Python all keep SystemExit's code.
     """
-    print(f"error: {printable(message)}", file=sys.stderr, flush=True)
+    print(f"error: {shown(message)}", file=sys.stderr, flush=True)
     raise SystemExit(code)
 
 
@@ -81,19 +93,42 @@ def _click_families() -> tuple[
     return tuple(exits), tuple(aborts), tuple(shown)
 
 
+def _click_message(exc: BaseException) -> str:
+    """click's message on one line, and for a usage error where the command's help is:
+    `Invalid value for '--port': ... (see 'tau serve --help')`, in place of click's usage
+    block around an `Error:` line. Masked: a rejected value may be a key."""
+    from tau_adapters.registry import one_line
+
+    message = exc.format_message()  # type: ignore[attr-defined]
+    ctx = getattr(exc, "ctx", None)
+    helps = getattr(ctx, "help_option_names", None) if ctx is not None else None
+    if helps:
+        message = f"{message.rstrip('.')} (see '{ctx.command_path} {helps[0]}')"  # type: ignore[union-attr]
+    return one_line(message)
+
+
 def handle_error(exc: BaseException) -> int | None:
     """The exit code for an expected failure, after printing it; None for a bug."""
-    exits, aborts, shown = _click_families()
+    exits, aborts, clicks = _click_families()
     if isinstance(exc, exits):
         return int(getattr(exc, "exit_code", 0) or 0)
-    if isinstance(exc, shown):
-        exc.show()  # type: ignore[attr-defined]
+    if isinstance(exc, clicks):
+        if type(exc).__name__ == "NoArgsIsHelpError":
+            exc.show()  # type: ignore[attr-defined]  # the command's help, as asked
+        else:
+            print(f"error: {_click_message(exc)}", file=sys.stderr)
         return int(getattr(exc, "exit_code", 1))
     if isinstance(exc, aborts):
         print("aborted", file=sys.stderr)
         return 1
     if isinstance(exc, _user_error_types()):
-        print(f"error: {printable(str(exc))}", file=sys.stderr)
+        print(f"error: {shown(str(exc))}", file=sys.stderr)
+        return 2
+    if isinstance(exc, OSError) and exc.errno == errno.ENAMETOOLONG:
+        # Only a path the user gave is ever that long; pathlib's probes (`is_dir`,
+        # `exists`) raise this where a missing path is merely False.
+        where = truncate(os.fsdecode(exc.filename), 200) if exc.filename else "a path"
+        print(f"error: {shown(where)}: {exc.strerror}", file=sys.stderr)
         return 2
     return None
 

@@ -3,6 +3,11 @@ assembling can all raise them without importing each other."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from pathlib import Path
+
+from tau_adapters.redaction import truncate
+
 
 class DataDirError(RuntimeError):
     """The data directory is missing or incomplete; the message says what to do."""
@@ -35,3 +40,15 @@ class TooLargeError(ChecksumError):
         self.name = name
         self.expected = expected
         self.actual = ""
+
+
+def probed(check: Callable[[], bool], path: Path, source: str) -> bool:
+    """`check()` (`path.is_dir`, `is_file`...), where a path the system refuses to look at
+    (a name longer than the file system takes, a folder that may not be searched) is a
+    one-line `DataDirError` naming `source`: pathlib raises OSError for those, where a plain
+    missing path is False."""
+    try:
+        return check()
+    except OSError as exc:
+        shown = truncate(str(path), 200)
+        raise DataDirError(f"{source} points at {shown}: {exc.strerror or exc}") from None

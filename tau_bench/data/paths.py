@@ -13,6 +13,7 @@ import os
 from pathlib import Path
 
 from tau_bench.data.errors import DataDirError as DataDirError  # re-exported: its old home
+from tau_bench.data.errors import probed
 
 ENV_VAR = "TAU_BENCH_DATA"
 DOMAINS = ("airline", "retail")
@@ -43,8 +44,8 @@ def cache_dir() -> Path:
     return Path(platformdirs.user_cache_dir("tau-adapters")) / "tau-bench" / PINNED_COMMIT[:12]
 
 
-def missing_files(root: Path) -> list[str]:
-    return [rel for rel in REQUIRED_FILES if not (root / rel).is_file()]
+def missing_files(root: Path, source: str = "the data directory") -> list[str]:
+    return [rel for rel in REQUIRED_FILES if not probed((root / rel).is_file, root, source)]
 
 
 def resolve_data_dir(explicit: str | Path | None = None, *, pull: bool = True) -> Path:
@@ -69,9 +70,9 @@ def resolve_data_dir(explicit: str | Path | None = None, *, pull: bool = True) -
                 f"or point {ENV_VAR} / --data-dir at a τ-bench data directory"
             )
         return root
-    if not root.is_dir():
+    if not probed(root.is_dir, root, source):
         raise DataDirError(f"{source} points at {root}, which is not a directory")
-    missing = missing_files(root)
+    missing = missing_files(root, source)
     if missing:
         shown = ", ".join(missing[:3]) + (" …" if len(missing) > 3 else "")
         raise DataDirError(

@@ -13,7 +13,7 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from tau_bench.data.errors import DataDirError
+from tau_bench.data.errors import DataDirError, probed
 from tau_bench.data.files import read_text
 
 __all__ = [
@@ -56,7 +56,7 @@ def resolve_tau3_data_dir(explicit: str | Path | None = None) -> Path:
                 f"or point {ENV_VAR} / --data-dir at a τ³ data directory"
             )
         return root
-    if not (root / MARKER).is_dir():
+    if not probed((root / MARKER).is_dir, root, source):
         raise DataDirError(
             f"{source} points at {root}, which is not a τ³ data directory (no {MARKER})"
         )

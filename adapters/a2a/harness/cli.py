@@ -33,7 +33,9 @@ def _brain_factory(brain: str, model: str | None) -> Any:
 def serve_agent(
     env: str = typer.Option(None, help="Domain served (default: the one each conversation names)."),
     host: str = typer.Option("127.0.0.1", help="Interface to listen on."),
-    port: int = typer.Option(0, help="Port (0: any free port; the real URL is printed)."),
+    port: int = typer.Option(
+        0, min=0, max=65535, help="Port (0: any free port; the real URL is printed)."
+    ),
     brain: str = typer.Option(
         "oracle", help="oracle (replays the task's ground truth) or an agent strategy name."
     ),
@@ -63,6 +65,13 @@ def serve_agent(
         raise UserError(f"--auth must be none, bearer or api-key, not {auth!r}")
     if modes[auth] and not secret:
         raise UserError(f"--auth {auth} needs --secret (or TAU_A2A_AGENT_SECRET)")
+    if public_url is not None:
+        from tau_bench.config.run_config import check_endpoint_url
+
+        try:
+            check_endpoint_url(public_url)
+        except ValueError as exc:
+            raise UserError(f"--public-url: {exc}") from None
     if env is not None:
         from tau_bench.suites import load_domain
 

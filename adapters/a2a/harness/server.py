@@ -38,6 +38,7 @@ from starlette.responses import JSONResponse
 from starlette.types import ASGIApp, Receive, Scope, Send
 
 from adapters.a2a.convention import EXTENSION_URI
+from tau_bench.listen import http_url, listening_socket
 
 Auth = Literal["bearer", "api_key"] | None
 API_KEY_HEADER = "X-API-Key"
@@ -154,22 +155,6 @@ def a2a_app(
     return app
 
 
-def _bind(host: str, port: int) -> socket.socket:
-    family = socket.AF_INET6 if ":" in host else socket.AF_INET
-    # proto=IPPROTO_TCP: asyncio only sets TCP_NODELAY on accepted sockets whose proto
-    # says TCP; without it every response waits ~40 ms for a delayed ACK.
-    sock = socket.socket(family, socket.SOCK_STREAM, socket.IPPROTO_TCP)
-    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-    sock.bind((host, port))
-    sock.listen(128)
-    return sock
-
-
-def _url(host: str, sock: socket.socket) -> str:
-    shown = f"[{host}]" if ":" in host else host
-    return f"http://{shown}:{sock.getsockname()[1]}"
-
-
 class _Server(uvicorn.Server):
     def __init__(self, config: uvicorn.Config) -> None:
         super().__init__(config)
@@ -196,8 +181,8 @@ class LoopbackServer:
         self.url = ""
 
     def start(self, timeout: float = 20.0) -> str:
-        sock = _bind(self._host, self._port)
-        self.url = _url(self._host, sock)
+        sock = listening_socket(self._host, self._port)
+        self.url = http_url(self._host, sock)
         server = _Server(_config(self._factory(self.url), "warning"))
         self._server = server
 
@@ -234,8 +219,8 @@ def serve_forever(
     factory: AppFactory, host: str, port: int, on_ready: Callable[[str], None]
 ) -> None:
     """Bind, announce the real URL through `on_ready`, serve until interrupted."""
-    sock = _bind(host, port)
-    url = _url(host, sock)
+    sock = listening_socket(host, port)
+    url = http_url(host, sock)
     server = _Server(_config(factory(url), "warning"))
     on_ready(url)
     try:

@@ -107,8 +107,8 @@ def presets() -> None:
 
 @app.command("serve-bot")
 def serve_bot(
-    port: int = typer.Option(8765, "--port", help="Port on 127.0.0.1."),
-    host: str = typer.Option("127.0.0.1", "--host"),
+    port: int = typer.Option(8765, "--port", min=0, max=65535, help="Port (0: any free port)."),
+    host: str = typer.Option("127.0.0.1", "--host", help="Interface to listen on."),
     brain: str = typer.Option(
         "oracle", "--brain", help="Agent strategy answering (oracle, tool-calling, ...)."
     ),
@@ -119,18 +119,35 @@ def serve_bot(
     data_dir: Path | None = typer.Option(None, "--data-dir", help="τ-bench data directory."),
 ) -> None:
     """Run the reference bot (the generic-json preset's API) backed by a local agent."""
+    import asyncio
+
     import uvicorn
 
     from tau_adapters.extras import require
+    from tau_adapters.protocol import AdapterError
+    from tau_adapters.registry import UnknownAdapterError
+    from tau_bench.cli.errors import UserError
+    from tau_bench.listen import http_url, listening_socket
 
     require("http")
     from adapters.http.harness.reference_bot import create_bot_app
 
     options = {"model": model} if model else {}
-    bot = create_bot_app(brain=brain, brain_options=options, data_dir=data_dir, token=token)
-    print(f"reference bot ({brain}) on http://{host}:{port}; try:", file=sys.stderr)
-    print(
-        f"  BOT_URL=http://{host}:{port} tau http init --preset generic-json -o bot.yaml",
-        file=sys.stderr,
-    )
-    uvicorn.run(bot, host=host, port=port, log_level="warning")
+    try:
+        bot = create_bot_app(brain=brain, brain_options=options, data_dir=data_dir, token=token)
+    except (UnknownAdapterError, AdapterError) as exc:
+        raise UserError(f"--brain {brain}: {exc}") from None
+    try:  # bound before it is announced: a port in use is one line, port 0 a real one
+        sock = listening_socket(host, port)
+    except OSError as exc:
+        raise UserError(f"cannot listen on {host}:{port}: {exc.strerror or exc}") from None
+    url = http_url(host, sock)
+    print(f"reference bot ({brain}) on {url}; try:", file=sys.stderr)
+    print(f"  BOT_URL={url} tau http init --preset generic-json -o bot.yaml", file=sys.stderr)
+    server = uvicorn.Server(uvicorn.Config(bot, log_level="warning"))
+    try:
+        asyncio.run(server.serve(sockets=[sock]))
+    except KeyboardInterrupt:
+        pass
+    finally:
+        sock.close()

@@ -5,6 +5,10 @@ from __future__ import annotations
 from typing import Any
 
 from tau_bench.benchmarks.runner.levels import DEFAULT_LATENCY
+from tau_bench.config.run_config import MAX_CONCURRENCY, MAX_WORKERS
+
+MAX_LEVELS = 100
+"""Levels (and worker counts) one command measures: each is a run of its own."""
 
 COLUMNS = (
     ("stack", lambda r: r["stack"]),
@@ -139,7 +143,14 @@ def parse_levels(text: str) -> list[tuple[int, int]]:
             raise ValueError(f"bad level {part!r}: expected concurrency:episodes") from None
         if concurrency < 1 or episodes < 1:
             raise ValueError(f"bad level {part!r}: concurrency and episodes must be >= 1")
+        if max(concurrency, episodes) > MAX_CONCURRENCY:
+            raise ValueError(
+                f"bad level {part[:40]!r}: at most {MAX_CONCURRENCY:,} episodes, "
+                "and as many at once"
+            )
         out.append((concurrency, episodes))
+        if len(out) > MAX_LEVELS:
+            raise ValueError(f"at most {MAX_LEVELS} levels")
     return out
 
 
@@ -151,4 +162,6 @@ def parse_workers(text: str) -> tuple[int, ...]:
         raise ValueError(f"--workers expects counts like 1,2, got {text!r}") from None
     if not counts or min(counts) < 1:
         raise ValueError("--workers counts must be at least 1")
+    if max(counts) > MAX_WORKERS or len(counts) > MAX_LEVELS:
+        raise ValueError(f"--workers: at most {MAX_LEVELS} counts of at most {MAX_WORKERS:,}")
     return counts

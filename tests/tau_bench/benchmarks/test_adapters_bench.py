@@ -45,7 +45,10 @@ def test_a_tiny_run_prints_one_row_per_adapter_and_domain(tmp_path: Path) -> Non
     [
         (["--adapter", "nope", "--tasks", "1"], "no installed adapter stand-in named 'nope'"),
         (["--env", "mars"], "unknown --env 'mars'"),
-        (["--tasks", "0"], "--tasks and --repeat must be at least 1"),
+        (
+            ["--tasks", "0"],
+            "Invalid value for '--tasks': Input should be greater than or equal to 1",
+        ),
         (["--agent-option", "trace"], "--agent-option expects KEY=VALUE"),
     ],
 )

@@ -326,6 +326,23 @@ def test_bad_arguments_are_value_errors() -> None:
         bench.parse_workers("one")
 
 
+@pytest.mark.parametrize(
+    "levels",
+    ["1000001:1", "1:1000001", ",".join(["1:1"] * 101)],
+    ids=["concurrency", "episodes", "levels"],
+)
+def test_levels_are_bounded(levels: str) -> None:
+    with pytest.raises(ValueError, match="at most"):
+        bench.parse_levels(levels)
+    assert bench.parse_levels("1000000:1000000") == [(1_000_000, 1_000_000)]
+
+
+def test_worker_counts_are_bounded() -> None:
+    with pytest.raises(ValueError, match="at most 100 counts of at most 4,096"):
+        bench.parse_workers("1,4097")
+    assert bench.parse_workers("4096") == (4096,)
+
+
 def test_the_benchmarks_never_import_the_cli() -> None:
     root = Path(tau_bench.benchmarks.__file__).parent
     offenders = []

@@ -29,6 +29,7 @@ from adapters.ces.harness.emulator.store import Store, StoreError
 from adapters.ces.structs import to_python
 from tau_adapters.protocol import AgentTurn, UserTurn
 from tau_adapters.registry import AgentProvider, build_provider
+from tau_bench.listen import grpc_listen_address
 
 PACKAGE = "google.cloud.ces.v1"
 
@@ -108,13 +109,14 @@ class Emulator:
         self._server: grpc.aio.Server | None = None
 
     async def start(self, host: str = "127.0.0.1", port: int = 0) -> str:
+        target = grpc_listen_address(host, port)
         server = grpc.aio.server()
         server.add_generic_rpc_handlers(self._handlers())
-        bound = server.add_insecure_port(f"{host}:{port}")
+        bound = server.add_insecure_port(target)
         if not bound:
-            raise OSError(f"cannot listen on {host}:{port}")
+            raise OSError(f"cannot listen on {target}")
         await server.start()
-        self._server, self.address = server, f"{host}:{bound}"
+        self._server, self.address = server, f"{target.rsplit(':', 1)[0]}:{bound}"
         return self.address
 
     async def stop(self, grace: float | None = None) -> None:

@@ -35,6 +35,7 @@ from adapters.dialogflow.harness.emulator.store import Store
 from adapters.dialogflow.structs import struct_to_python
 from tau_adapters.protocol import AdapterConfigError, AgentTurn
 from tau_adapters.registry import AgentProvider, build_provider
+from tau_bench.listen import grpc_listen_address
 
 FAULTS_ENV = "TAU_DF_EMULATOR_FAULTS"
 DEFAULT_IDLE = 1800.0
@@ -88,14 +89,15 @@ class Emulator:
 
     # Lifecycle -------------------------------------------------------------------------
     async def start(self, host: str = "127.0.0.1", port: int = 0) -> str:
+        target = grpc_listen_address(host, port)
         server = grpc.aio.server()
         server.add_generic_rpc_handlers(Services(self).handlers())
-        bound = server.add_insecure_port(f"{host}:{port}")
+        bound = server.add_insecure_port(target)
         if not bound:
-            raise OSError(f"cannot listen on {host}:{port}")
+            raise OSError(f"cannot listen on {target}")
         await server.start()
         self._server = server
-        self.address = f"{host}:{bound}"
+        self.address = f"{target.rsplit(':', 1)[0]}:{bound}"
         return self.address
 
     async def stop(self, grace: float | None = None) -> None:
