@@ -8,11 +8,19 @@ conformance is core behaviour.
 from __future__ import annotations
 
 import os
+import signal
 from pathlib import Path
 
 import pytest
 
 os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
+# The tests that press Ctrl-C send SIGINT to a `tau` child. Started as a background job
+# of a shell without job control (`make test &` in a script), this process inherits
+# SIGINT ignored and so would every child: Python then installs no KeyboardInterrupt
+# handler in them, the signal is lost, and those tests wait out their deadlines and fail.
+# A handler here is reset to the default in each child when it starts (exec).
+if signal.getsignal(signal.SIGINT) is signal.SIG_IGN:
+    signal.signal(signal.SIGINT, signal.default_int_handler)
 # Direct model calls on httpx's transport, which respx mocks (tests/tau_bench/llm/
 # test_direct.py covers the aiohttp transport too).
 os.environ.setdefault("TAU_LLM_DIRECT_TRANSPORT", "httpx")
