@@ -21,6 +21,15 @@ from pydantic import BaseModel, ValidationError
 
 from tau_adapters.protocol import AdapterConfigError
 
+MAX_SECONDS = 7 * 24 * 3600.0
+"""The longest wait an option may set (a timeout, a deadline, a backoff): a week. Longer
+is no deadline, and gRPC turns a deadline past its clock's range into one already
+passed (every call then fails at once as DEADLINE_EXCEEDED)."""
+
+MAX_ATTEMPTS = 100
+"""The most attempts an option may give one call: past it a retry loop has no end in
+sight, against a service that has said no a hundred times."""
+
 
 @dataclass(frozen=True)
 class OptionFlag:

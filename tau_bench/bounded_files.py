@@ -10,8 +10,11 @@ from __future__ import annotations
 
 import os
 import stat
+from collections.abc import Callable
 from pathlib import Path
 from typing import BinaryIO
+
+from tau_adapters.redaction import truncate
 
 
 class FileTooLarge(ValueError):
@@ -20,6 +23,17 @@ class FileTooLarge(ValueError):
 
 class NotRegularFile(ValueError):
     """A path a reader wants a regular file at names a device, a FIFO or a folder."""
+
+
+def looked_at(check: Callable[[], bool], path: Path, error: Callable[[str], Exception]) -> bool:
+    """`check()` (`path.is_dir`, `exists`...), where a path the system refuses to look at
+    (a name longer than the file system takes, a folder that may not be searched) raises
+    `error(said)`, `said` naming the path and the reason in one line: pathlib raises
+    OSError for those, where a plain missing path is False."""
+    try:
+        return check()
+    except OSError as exc:
+        raise error(f"{truncate(str(path), 200)}: {exc.strerror or exc}") from None
 
 
 def open_regular(path: str | Path, cap: int) -> BinaryIO:

@@ -10,7 +10,12 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
-from tau_adapters.options import check_key_templates, key_template_list
+from tau_adapters.options import (
+    MAX_ATTEMPTS,
+    MAX_SECONDS,
+    check_key_templates,
+    key_template_list,
+)
 
 ToolMode = Literal["auto", "extension", "text", "none"]
 
@@ -18,7 +23,7 @@ ToolMode = Literal["auto", "extension", "text", "none"]
 class Options(BaseModel):
     """How to reach the agent, how to pass tools, and how hard to try."""
 
-    model_config = ConfigDict(extra="ignore", frozen=True)
+    model_config = ConfigDict(extra="ignore", frozen=True, allow_inf_nan=False)
 
     agent_url: str = Field(
         description="Base URL of the A2A agent; its card is read from <agent_url><card_path>.",
@@ -66,10 +71,14 @@ class Options(BaseModel):
     timeout: float = Field(
         default=120.0,
         gt=0,
+        le=MAX_SECONDS,
         description="Total deadline in seconds of one call, SSE stream and polling included.",
     )
     max_attempts: int = Field(
-        default=4, ge=1, description="Tries of a call refused before the agent saw it."
+        default=4,
+        ge=1,
+        le=MAX_ATTEMPTS,
+        description="Tries of a call refused before the agent saw it.",
     )
     max_response_bytes: int = Field(
         default=4 * 1024 * 1024,
@@ -84,8 +93,12 @@ class Options(BaseModel):
         description="Most stream events kept for one message; past it the call fails as "
         "a protocol error.",
     )
-    retry_initial: float = Field(default=0.5, ge=0, description="First backoff delay (s).")
-    retry_max: float = Field(default=30.0, ge=0, description="Longest backoff delay (s).")
+    retry_initial: float = Field(
+        default=0.5, ge=0, le=MAX_SECONDS, description="First backoff delay (s)."
+    )
+    retry_max: float = Field(
+        default=30.0, ge=0, le=MAX_SECONDS, description="Longest backoff delay (s)."
+    )
     task_split: str = Field(default="test", description="Value of {task_split} in templates.")
 
     @field_validator("agent_url")

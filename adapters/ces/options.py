@@ -15,7 +15,12 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
-from tau_adapters.options import check_key_templates, key_template_list
+from tau_adapters.options import (
+    MAX_ATTEMPTS,
+    MAX_SECONDS,
+    check_key_templates,
+    key_template_list,
+)
 
 EMULATOR_ENV = "CES_EMULATOR_HOST"
 GLOBAL_ENDPOINT = "ces.googleapis.com"
@@ -56,7 +61,7 @@ def endpoint_for(location: str) -> str:
 class Options(BaseModel):
     """Where the CES app lives, how to reach it, and how hard to try."""
 
-    model_config = ConfigDict(extra="ignore", frozen=True)
+    model_config = ConfigDict(extra="ignore", frozen=True, allow_inf_nan=False)
 
     app_id: str = Field(
         description="The app's id, or its full name projects/P/locations/L/apps/A.",
@@ -94,11 +99,21 @@ class Options(BaseModel):
         json_schema_extra={"flags": ["--session-variable"]},
     )
     task_split: str = Field("test", description="Split name sent with task_variables.")
-    timeout: float = Field(60.0, gt=0, description="Seconds per attempt of one call.")
-    deadline: float = Field(300.0, gt=0, description="Seconds per call, all retries included.")
-    max_attempts: int = Field(6, ge=1, description="Attempts for UNAVAILABLE/RESOURCE_EXHAUSTED.")
-    retry_initial: float = Field(1.0, ge=0, description="First backoff delay (seconds).")
-    retry_max: float = Field(32.0, ge=0, description="Largest backoff delay (seconds).")
+    timeout: float = Field(
+        60.0, gt=0, le=MAX_SECONDS, description="Seconds per attempt of one call."
+    )
+    deadline: float = Field(
+        300.0, gt=0, le=MAX_SECONDS, description="Seconds per call, all retries included."
+    )
+    max_attempts: int = Field(
+        6, ge=1, le=MAX_ATTEMPTS, description="Attempts for UNAVAILABLE/RESOURCE_EXHAUSTED."
+    )
+    retry_initial: float = Field(
+        1.0, ge=0, le=MAX_SECONDS, description="First backoff delay (seconds)."
+    )
+    retry_max: float = Field(
+        32.0, ge=0, le=MAX_SECONDS, description="Largest backoff delay (seconds)."
+    )
     ambiguous_retries: int = Field(
         1, ge=0, le=1, description="Retries of DEADLINE_EXCEEDED/INTERNAL (0 or 1)."
     )

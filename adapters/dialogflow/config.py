@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from tau_adapters.jsonsafe import printable
-from tau_adapters.options import check_key_templates
+from tau_adapters.options import MAX_ATTEMPTS, MAX_SECONDS, check_key_templates
 from tau_adapters.protocol import AdapterConfigError, SessionContext
 
 EMULATOR_ENV = "DIALOGFLOW_CX_EMULATOR_HOST"
@@ -132,7 +132,14 @@ def _text(opts: Mapping[str, Any], key: str) -> str | None:
     return text or None
 
 
-def _number(opts: Mapping[str, Any], key: str, default: float, *, minimum: float = 0.0) -> float:
+def _number(
+    opts: Mapping[str, Any],
+    key: str,
+    default: float,
+    *,
+    minimum: float = 0.0,
+    maximum: float | None = None,
+) -> float:
     value = opts.get(key)
     if value is None or value == "":
         return default
@@ -144,6 +151,8 @@ def _number(opts: Mapping[str, Any], key: str, default: float, *, minimum: float
         raise AdapterConfigError(f"dialogflow: {key} must be a finite number, got {value!r}")
     if number < minimum:
         raise AdapterConfigError(f"dialogflow: {key} must be >= {minimum:g}, got {value!r}")
+    if maximum is not None and number > maximum:
+        raise AdapterConfigError(f"dialogflow: {key} must be <= {maximum:g}, got {value!r}")
     return number
 
 
@@ -312,12 +321,12 @@ def load_config(options: Mapping[str, Any]) -> DialogflowConfig:
             opts.get("session_param") or opts.get("session_params")
         ),
         session_ttl=ttl,
-        timeout=_number(opts, "timeout", 60.0, minimum=0.001),
-        call_deadline=_number(opts, "call_deadline", 300.0, minimum=0.001),
-        max_attempts=max(1, int(_number(opts, "max_attempts", 10, minimum=1))),
-        retry_initial=_number(opts, "retry_initial", 1.0),
-        retry_max=_number(opts, "retry_max", 32.0),
-        ambiguous_retries=int(_number(opts, "ambiguous_retries", 1)),
+        timeout=_number(opts, "timeout", 60.0, minimum=0.001, maximum=MAX_SECONDS),
+        call_deadline=_number(opts, "call_deadline", 300.0, minimum=0.001, maximum=MAX_SECONDS),
+        max_attempts=int(_number(opts, "max_attempts", 10, minimum=1, maximum=MAX_ATTEMPTS)),
+        retry_initial=_number(opts, "retry_initial", 1.0, maximum=MAX_SECONDS),
+        retry_max=_number(opts, "retry_max", 32.0, maximum=MAX_SECONDS),
+        ambiguous_retries=int(_number(opts, "ambiguous_retries", 1, maximum=MAX_ATTEMPTS)),
         rate_limit=rate or None,
         response_view=_VIEWS[view],
         quota_project_id=_text(opts, "quota_project_id"),

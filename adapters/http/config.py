@@ -13,6 +13,8 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
+from tau_adapters.options import MAX_SECONDS
+
 _METHODS = ("GET", "POST", "PUT", "PATCH", "DELETE")
 # A header name is an RFC 9110 token; a value is printable ASCII, spaces and tabs (httpx
 # sends no other: a line break or NUL is a protocol error, non-ASCII an encoding error).
@@ -51,7 +53,8 @@ class ConfigError(ValueError):
 
 
 class _Model(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+    # No NaN or infinity: `read: .inf` would lift a deadline, and a NaN compares false.
+    model_config = ConfigDict(extra="forbid", allow_inf_nan=False)
 
 
 class Timeouts(_Model):
@@ -59,12 +62,12 @@ class Timeouts(_Model):
     from sending to the last byte (a bot that drips bytes or streams keep-alives never
     trips a per-read timeout), `call` bounds a call with all its retries and waits."""
 
-    connect: float = Field(default=10.0, gt=0)
-    read: float = Field(default=60.0, gt=0)
-    write: float = Field(default=30.0, gt=0)
-    pool: float = Field(default=10.0, gt=0)
-    total: float = Field(default=120.0, gt=0)
-    call: float = Field(default=600.0, gt=0)
+    connect: float = Field(default=10.0, gt=0, le=MAX_SECONDS)
+    read: float = Field(default=60.0, gt=0, le=MAX_SECONDS)
+    write: float = Field(default=30.0, gt=0, le=MAX_SECONDS)
+    pool: float = Field(default=10.0, gt=0, le=MAX_SECONDS)
+    total: float = Field(default=120.0, gt=0, le=MAX_SECONDS)
+    call: float = Field(default=600.0, gt=0, le=MAX_SECONDS)
 
 
 class RetryConfig(_Model):
@@ -72,9 +75,9 @@ class RetryConfig(_Model):
 
     max_attempts: int = Field(default=10, ge=1, le=50)
     statuses: list[int] = Field(default_factory=lambda: [429, 503])
-    backoff_initial: float = Field(default=0.5, ge=0)
-    backoff_max: float = Field(default=30.0, ge=0)
-    retry_after_max: float = Field(default=120.0, ge=0)
+    backoff_initial: float = Field(default=0.5, ge=0, le=MAX_SECONDS)
+    backoff_max: float = Field(default=30.0, ge=0, le=MAX_SECONDS)
+    retry_after_max: float = Field(default=120.0, ge=0, le=MAX_SECONDS)
     connection_errors: bool = True
 
 
@@ -189,7 +192,7 @@ class ServerToolsConfig(_Model):
     host: str = "127.0.0.1"
     port: int = Field(default=0, ge=0, le=65535)
     public_url: str | None = None
-    ttl: float = Field(default=3600.0, gt=0, allow_inf_nan=False)
+    ttl: float = Field(default=3600.0, gt=0, le=MAX_SECONDS)
 
 
 class BotConfig(_Model):
@@ -227,10 +230,10 @@ class BotConfig(_Model):
                 number = float(value.strip())
             except ValueError:
                 number = None
-        if number is None or not math.isfinite(number) or number <= 0:
+        if number is None or not math.isfinite(number) or not 0 < number <= MAX_SECONDS:
             raise ValueError(
-                "must be a number of seconds greater than 0, or a table of "
-                "connect/read/write/pool/total/call seconds"
+                f"must be a number of seconds greater than 0 and at most {MAX_SECONDS:g},"
+                " or a table of connect/read/write/pool/total/call seconds"
             )
         return number
 

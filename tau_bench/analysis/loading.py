@@ -17,14 +17,14 @@ from __future__ import annotations
 import json
 import os
 import stat
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
-from tau_adapters.redaction import truncate
 from tau_bench import results_log
 from tau_bench.analysis.tau_bench_json import guess_env, parse_run_stem, record_from_tau_bench
+from tau_bench.bounded_files import looked_at
 from tau_bench.config.run_config import MAX_TRIALS
 from tau_bench.json_decode import loads
 from tau_bench.metrics import domain_of, user_model_of
@@ -492,14 +492,8 @@ def _folder_files(folder: Path) -> list[Path]:
     return [p for p in files if p.suffix == ".jsonl" or p.with_suffix("") not in logs]
 
 
-def _looked_at(check: Callable[[], bool], path: Path) -> bool:
-    """`check()` (`is_dir`, `exists`), where a path the system refuses to look at (a name
-    longer than the file system takes...) is a `ResultsLoadError`, not pathlib's OSError."""
-    try:
-        return check()
-    except OSError as exc:
-        shown = truncate(str(path), 200)
-        raise ResultsLoadError(f"cannot read {shown}: {exc.strerror or exc}") from None
+def _unreadable(said: str) -> ResultsLoadError:
+    return ResultsLoadError(f"cannot read {said}")
 
 
 def load_runs(paths: list[str | Path]) -> Loaded:
@@ -512,7 +506,7 @@ def load_runs(paths: list[str | Path]) -> Loaded:
     skipped: list[str] = []
     for raw in paths:
         path = Path(raw)
-        if _looked_at(path.is_dir, path):
+        if looked_at(path.is_dir, path, _unreadable):
             found = 0
             for file in _folder_files(path):
                 try:
@@ -522,7 +516,7 @@ def load_runs(paths: list[str | Path]) -> Loaded:
                     skipped.append(str(exc))
             if not found:
                 raise ResultsLoadError(f"no results files in folder {path}")
-        elif _looked_at(path.exists, path):
+        elif looked_at(path.exists, path, _unreadable):
             runs.append(load_run(path))
         else:
             raise ResultsLoadError(f"no such results file or folder: {path}")

@@ -61,7 +61,7 @@ def generate(
         fail(f"unknown difficulty {difficulty!r} (available: {', '.join(DIFFICULTIES)})")
     if not math.isfinite(temperature) or temperature < 0:
         fail(f"--temperature must be a finite number, 0 or more, not {temperature}")
-    from tau_bench.config.run_config import check_endpoint_url
+    from tau_bench.user_values import check_endpoint_url
 
     try:
         check_endpoint_url(api_base)

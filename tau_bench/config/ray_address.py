@@ -1,16 +1,15 @@
 """The forms `--ray-address` takes, checked where settings are read (no Ray import), so a
 malformed address is one line before anything runs rather than Ray's traceback.
 
-An address that is refused is echoed in the error, but only as `shown` makes it: a
+An address that is refused is echoed in the error, but only as `user_values.shown` makes it: a
 mistyped address may carry a password or a token (`ray://user:PASS@head`,
 `head:6379?token=...`), and a pasted one may be huge or hold control characters."""
 
 from __future__ import annotations
 
-import re
 import string
 
-from tau_adapters.redaction import MASK, redact_text, truncate
+from tau_bench.user_values import shown
 
 FORMS = (
     "auto (the cluster this machine belongs to), local (a new local Ray), "
@@ -22,31 +21,6 @@ RAY_CLIENT_PORT = 10001
 
 MAX_ADDRESS_LENGTH = 512
 """Longer is no address (a host name is at most 253 characters): refused unread."""
-
-_SCHEME = re.compile(r"[A-Za-z][A-Za-z0-9+.-]*://")
-
-SHOWN_LENGTH = 200
-"""Characters of a refused address an error echoes: one readable line, whatever was given."""
-
-
-def shown(address: str) -> str:
-    """`address` as an error may echo it (quoted, escaped): a userinfo's password (all of a
-    userinfo without one: it may be a token), the query and the fragment masked, known
-    secret shapes masked too (`redact_text`), then cut to `SHOWN_LENGTH` characters."""
-    scheme = _SCHEME.match(address)
-    prefix = scheme.group() if scheme else ""
-    rest = address[len(prefix) :]
-    head, tail = rest, ""
-    for i, c in enumerate(rest):
-        if c in "?#":  # an address has neither: all of what follows may be secret
-            head, tail = rest[:i], c + MASK
-            break
-    userinfo, at, host = head.rpartition("@")
-    if at:
-        name, colon, _password = userinfo.partition(":")
-        userinfo = f"{name}:{MASK}" if colon else MASK
-    masked = f"{prefix}{userinfo}{at}{host}{tail}"
-    return repr(truncate(redact_text(masked), SHOWN_LENGTH))
 
 
 def _refused(address: str, why: str = "") -> ValueError:

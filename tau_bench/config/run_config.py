@@ -13,22 +13,20 @@ from __future__ import annotations
 import functools
 import hashlib
 import re
-import urllib.parse
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 from tau_adapters.conversation import DEFAULT_MAX_STEPS
 from tau_adapters.redaction import fingerprint, redact_secrets, redact_string
-from tau_bench.config.ray_address import check_ray_address, shown
+from tau_bench.config.ray_address import check_ray_address
 from tau_bench.task_ids import expand_task_ids
+from tau_bench.user_values import MAX_TIMEOUT, check_endpoint_url
 
 OUTPUT_FORMATS = ("tau-bench",)
 MAX_TRIALS = 10_000  # a run's trials are kept in memory: far above any real use
 MAX_WORKERS = 4_096  # Ray workers of one run: a large cluster's CPUs, not a typo's billion
 MAX_CONCURRENCY = 1_000_000  # a run's episodes at most (`runner.plan.MAX_EPISODES`)
-MAX_TIMEOUT = 7 * 24 * 3600.0  # seconds: a deadline of a year is no deadline
-MAX_URL_LENGTH = 2048  # a model endpoint's URL; longer is a paste gone wrong
 # A run name is a file-name stem inside --log-dir: no path, no leading dot.
 RUN_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,99}$")
 
@@ -93,14 +91,14 @@ class RunConfig(BaseModel):
     model: str | None = None
     model_provider: str | None = None
     api_base: str | None = None
-    temperature: float = 0.0
+    temperature: float = Field(default=0.0, ge=0)
     top_p: float | None = Field(default=None, gt=0, le=1)
     user_strategy: str = "llm"
     user_model: str = "gpt-4o"
     user_models: list[str] | None = None
     user_model_provider: str | None = None
     user_api_base: str | None = None
-    user_temperature: float | None = None
+    user_temperature: float | None = Field(default=None, ge=0)
     user_top_p: float | None = Field(default=None, gt=0, le=1)
     user_affirmative: str | None = None
     task_split: str = "test"
@@ -339,28 +337,6 @@ def _redacted(data: dict[str, Any]) -> dict[str, Any]:
         if data.get(name) is not None:
             data[name] = redact_string(data[name])
     return data
-
-
-def check_endpoint_url(value: str | None) -> str | None:
-    """`value` when it is an http(s) URL with a host, the form every model endpoint
-    (`api_base`) takes; else a ValueError that echoes it only as `shown` does (an endpoint's
-    URL may carry a key). Caught here, a typo is one line before anything runs, not a
-    pre-flight's connection error after its retries."""
-    if value is None:
-        return None
-    if len(value) > MAX_URL_LENGTH:
-        raise ValueError(f"more than {MAX_URL_LENGTH} characters: not an endpoint's URL")
-    if any(c.isspace() or not c.isprintable() for c in value):
-        raise ValueError(f"a URL has no spaces or control characters: {shown(value)}")
-    example = "an http(s) URL such as http://localhost:8000/v1"
-    try:
-        parts = urllib.parse.urlsplit(value)
-        _ = parts.port  # raises on a port that is no number
-    except ValueError:
-        raise ValueError(f"expected {example}, not {shown(value)}") from None
-    if parts.scheme.lower() not in ("http", "https") or not parts.hostname:
-        raise ValueError(f"expected {example}, not {shown(value)}")
-    return value
 
 
 def backend_conflict(backend: Any, workers: Any, ray_address: Any) -> str | None:

@@ -6,7 +6,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from pathlib import Path
 
-from tau_adapters.redaction import truncate
+from tau_bench.bounded_files import looked_at
 
 
 class DataDirError(RuntimeError):
@@ -44,11 +44,5 @@ class TooLargeError(ChecksumError):
 
 def probed(check: Callable[[], bool], path: Path, source: str) -> bool:
     """`check()` (`path.is_dir`, `is_file`...), where a path the system refuses to look at
-    (a name longer than the file system takes, a folder that may not be searched) is a
-    one-line `DataDirError` naming `source`: pathlib raises OSError for those, where a plain
-    missing path is False."""
-    try:
-        return check()
-    except OSError as exc:
-        shown = truncate(str(path), 200)
-        raise DataDirError(f"{source} points at {shown}: {exc.strerror or exc}") from None
+    is a one-line `DataDirError` naming `source` (`bounded_files.looked_at`)."""
+    return looked_at(check, path, lambda said: DataDirError(f"{source} points at {said}"))

@@ -31,7 +31,6 @@ from gymnasium.error import ResetNeeded
 
 from tau_adapters.conversation import DEFAULT_MAX_STEPS, Conversation
 from tau_adapters.protocol import ToolCall, UserOutput, UserReply, UserSimulator
-from tau_bench.config.run_config import check_endpoint_url
 from tau_bench.episode import bind_user, score_episode
 from tau_bench.gym.actions import parse_action
 from tau_bench.gym.pool import Ref, domain_list, label, parse_ref
@@ -39,6 +38,7 @@ from tau_bench.gym.spaces import MAX_TEXT_LENGTH, ConversationText
 from tau_bench.llm import checked_llm_path, run_llm_path
 from tau_bench.suites import Domain, EpisodeEnv, load_domain
 from tau_bench.tasks import Task
+from tau_bench.user_values import check_endpoint_url
 from tau_bench.users import USER_STRATEGIES, UnknownUserStrategyError, build_user
 
 RESET_OPTIONS = frozenset({"task_id", "split", "domain", "user_model"})

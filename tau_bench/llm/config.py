@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from tau_adapters.options import MAX_ATTEMPTS
 from tau_adapters.protocol import AdapterConfigError
 from tau_bench.llm.retry import RetryPolicy
+from tau_bench.user_values import MAX_TIMEOUT, check_endpoint_url
 
 DEFAULT_MAX_RESPONSE_BYTES = 16 * 1024 * 1024
 """Bytes of one reply body, before and after decompression (16 MiB): far more than any
@@ -56,26 +59,40 @@ class LLMConfig:
     ) -> LLMConfig:
         """A config from a run-options dict (unknown keys are ignored).
 
-        Values may be strings (`--agent-option max_attempts=8`); a value that is not a
-        number where one is needed is an `AdapterConfigError` naming the option.
+        Values may be strings (`--agent-option max_attempts=8`). A value that is not a
+        number where one is needed, or one out of its range (a negative temperature, a
+        timeout that is no deadline, an `api_base` that is no http(s) URL), is an
+        `AdapterConfigError` naming the option: every tool that builds a model-backed
+        agent or user (`tau run`, the emulators, the reference bots) refuses it at start,
+        in one line, not at its first call.
         """
         model = options.get(model_key) or default_model
         if not model:
             raise AdapterConfigError(f"no model given (option {model_key!r})")
-        temperature = _number(options, "temperature", float, 0.0)
+        temperature = _ranged(options, "temperature", 0.0, low=0.0, low_allowed=True)
         attempts = _number(options, "max_attempts", int, None)
+        if attempts is not None and not 1 <= attempts <= MAX_ATTEMPTS:
+            raise AdapterConfigError(
+                f"option 'max_attempts' must be a whole number from 1 to {MAX_ATTEMPTS},"
+                f" got {attempts}"
+            )
         extra = options.get("llm_extra") or {}
         if not isinstance(extra, Mapping):
             raise AdapterConfigError("option 'llm_extra' must be a mapping of litellm arguments")
+        api_base = options.get("api_base") or None
+        try:
+            check_endpoint_url(None if api_base is None else str(api_base))
+        except ValueError as exc:
+            raise AdapterConfigError(f"option 'api_base': {exc}") from None
         return cls(
             model=str(model),
             provider=options.get(provider_key) or None,
-            api_base=options.get("api_base") or None,
+            api_base=api_base,
             temperature=temperature,
             seed=_number(options, "seed", int, None),
-            timeout=_number(options, "timeout", float, DEFAULT_TIMEOUT),
-            top_p=_number(options, "top_p", float, None),
-            max_attempts=None if attempts is None else max(1, attempts),
+            timeout=_ranged(options, "timeout", DEFAULT_TIMEOUT, low=0.0, high=MAX_TIMEOUT),
+            top_p=_ranged(options, "top_p", None, low=0.0, high=1.0),
+            max_attempts=attempts,
             extra=dict(extra),
             max_response_bytes=_positive(options, "max_response_bytes"),
         )
@@ -101,6 +118,29 @@ def _number(options: Mapping[str, Any], key: str, kind: Callable[[Any], Any], de
         return kind(value)
     except (TypeError, ValueError):
         raise AdapterConfigError(f"option {key!r} must be a number, got {value!r}") from None
+
+
+def _ranged(
+    options: Mapping[str, Any],
+    key: str,
+    default: float | None,
+    *,
+    low: float,
+    high: float | None = None,
+    low_allowed: bool = False,
+) -> float | None:
+    """A finite number above `low` (or equal to it, with `low_allowed`) and at most
+    `high`; `default` when absent."""
+    value = _number(options, key, float, default)
+    if value is None:
+        return None
+    above = value >= low if low_allowed else value > low
+    if not (math.isfinite(value) and above and (high is None or value <= high)):
+        wanted = f"{'at least' if low_allowed else 'above'} {low:g}"
+        if high is not None:
+            wanted += f" and at most {high:g}"
+        raise AdapterConfigError(f"option {key!r} must be a finite number {wanted}, got {value!r}")
+    return float(value)
 
 
 def _positive(options: Mapping[str, Any], key: str) -> int:

@@ -66,7 +66,7 @@ def serve_agent(
     if modes[auth] and not secret:
         raise UserError(f"--auth {auth} needs --secret (or TAU_A2A_AGENT_SECRET)")
     if public_url is not None:
-        from tau_bench.config.run_config import check_endpoint_url
+        from tau_bench.user_values import check_endpoint_url
 
         try:
             check_endpoint_url(public_url)

@@ -177,12 +177,14 @@ def test_tau_run_names_the_file_of_an_undecodable_config(tmp_path: Path) -> None
 # -- 1. timeout -----------------------------------------------------------------------
 
 
-@pytest.mark.parametrize("value", [0, -1, "0", "-2.5", "abc", True, float("nan"), float("inf")])
+@pytest.mark.parametrize(
+    "value", [0, -1, "0", "-2.5", "abc", True, float("nan"), float("inf"), 604801, "1e300"]
+)
 def test_a_timeout_that_is_not_a_positive_number_is_rejected(value: Any) -> None:
     message = _load_error(_with(timeout=value))
     assert message == (
-        "http config: timeout: must be a number of seconds greater than 0, or a table of "
-        "connect/read/write/pool/total/call seconds"
+        "http config: timeout: must be a number of seconds greater than 0 and at most 604800,"
+        " or a table of connect/read/write/pool/total/call seconds"
     )
 
 

@@ -16,14 +16,8 @@ import pytest
 
 from tau_bench.config import RunConfigError, build_config, eval_config_from_mapping
 from tau_bench.config.eval_config import MAX_USER_MODELS
-from tau_bench.config.run_config import (
-    MAX_CONCURRENCY,
-    MAX_TIMEOUT,
-    MAX_TRIALS,
-    MAX_URL_LENGTH,
-    MAX_WORKERS,
-    check_endpoint_url,
-)
+from tau_bench.config.run_config import MAX_CONCURRENCY, MAX_TRIALS, MAX_WORKERS
+from tau_bench.user_values import MAX_TIMEOUT, MAX_URL_LENGTH, check_endpoint_url
 from tests.conftest import DATA_DIR
 
 TAU = Path(sys.executable).parent / "tau"
