@@ -26,6 +26,10 @@ MAX_SECONDS = 7 * 24 * 3600.0
 is no deadline, and gRPC turns a deadline past its clock's range into one already
 passed (every call then fails at once as DEADLINE_EXCEEDED)."""
 
+MAX_RESPONSE_BYTES = 1 << 30
+"""The largest reply an option may let a client read (1 GiB): a bound set past it no
+longer protects the run's memory."""
+
 MAX_ATTEMPTS = 100
 """The most attempts an option may give one call: past it a retry loop has no end in
 sight, against a service that has said no a hundred times."""

@@ -12,6 +12,7 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from tau_adapters.options import (
     MAX_ATTEMPTS,
+    MAX_RESPONSE_BYTES,
     MAX_SECONDS,
     check_key_templates,
     key_template_list,
@@ -83,6 +84,7 @@ class Options(BaseModel):
     max_response_bytes: int = Field(
         default=4 * 1024 * 1024,
         ge=1024,
+        le=MAX_RESPONSE_BYTES,
         description="Largest answer read from the agent, in bytes: the agent card, one "
         "reply, one poll, one whole SSE stream (decompressed). Past it the call fails as a "
         "protocol error.",

@@ -17,6 +17,7 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator, model_valida
 
 from tau_adapters.options import (
     MAX_ATTEMPTS,
+    MAX_RESPONSE_BYTES,
     MAX_SECONDS,
     check_key_templates,
     key_template_list,
@@ -133,6 +134,7 @@ class Options(BaseModel):
     max_turn_bytes: int = Field(
         16 * MIB,
         ge=4096,
+        le=MAX_RESPONSE_BYTES,
         description="With streaming: most bytes of server messages read for one turn "
         "before giving up (protocol error).",
     )

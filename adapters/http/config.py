@@ -13,7 +13,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
-from tau_adapters.options import MAX_SECONDS
+from tau_adapters.options import MAX_RESPONSE_BYTES, MAX_SECONDS
 
 _METHODS = ("GET", "POST", "PUT", "PATCH", "DELETE")
 # A header name is an RFC 9110 token; a value is printable ASCII, spaces and tabs (httpx
@@ -212,7 +212,7 @@ class BotConfig(_Model):
     secret_env: list[str] = Field(default_factory=list)
     public_env: list[str] = Field(default_factory=list)
     raw_max_chars: int = Field(default=20000, ge=100)
-    max_response_bytes: int = Field(default=4 * 1024 * 1024, ge=1024)
+    max_response_bytes: int = Field(default=4 * 1024 * 1024, ge=1024, le=MAX_RESPONSE_BYTES)
 
     _headers = field_validator("headers")(check_headers)
 

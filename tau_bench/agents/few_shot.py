@@ -55,10 +55,26 @@ def load_displays(path: str | Path) -> list[str]:
     return displays
 
 
+def few_shot_count(value: Any) -> int:
+    """`num_few_shots` as given: a whole number, 0 or more (0: no examples, an ablation;
+    more than the displays: all of them); `DEFAULT_NUM_FEW_SHOTS` when absent."""
+    if value is None or value == "":
+        return DEFAULT_NUM_FEW_SHOTS
+    try:
+        count = int(value)
+    except (TypeError, ValueError):
+        count = -1
+    if count < 0 or isinstance(value, bool) or (isinstance(value, float) and value != count):
+        raise AdapterConfigError(
+            f"option 'num_few_shots' must be a whole number, 0 or more, got {value!r}"
+        )
+    return count
+
+
 def choose_displays(displays: list[str], n: int, seed: Any, task_id: Any, trial: int) -> list[str]:
     """`n` displays for one episode, the same for the same (seed, task, trial)."""
     rng = random.Random(f"{seed}|{task_id}|{trial}")
-    return rng.sample(displays, min(max(0, n), len(displays)))
+    return rng.sample(displays, min(n, len(displays)))
 
 
 class FewShotAgent(ToolCallingAgent):
@@ -86,12 +102,7 @@ class FewShotProvider:
 
     def __init__(self, options: Mapping[str, Any]) -> None:
         self.config = agent_config(options)
-        try:
-            self.num_examples = int(options.get("num_few_shots") or DEFAULT_NUM_FEW_SHOTS)
-        except (TypeError, ValueError):
-            raise AdapterConfigError(
-                f"option 'num_few_shots' must be a whole number, got {options['num_few_shots']!r}"
-            ) from None
+        self.num_examples = few_shot_count(options.get("num_few_shots"))
         self.seed = options.get("seed")
         self._explicit = options.get("few_shot_displays_path")
         self._data_dir = options.get("data_dir")

@@ -7,7 +7,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from tau_adapters.options import MAX_ATTEMPTS
+from tau_adapters.options import MAX_ATTEMPTS, MAX_RESPONSE_BYTES
 from tau_adapters.protocol import AdapterConfigError
 from tau_bench.llm.retry import RetryPolicy
 from tau_bench.user_values import MAX_TIMEOUT, check_endpoint_url
@@ -144,9 +144,11 @@ def _ranged(
 
 
 def _positive(options: Mapping[str, Any], key: str) -> int:
-    """A byte limit option: a whole number of at least 1 (`DEFAULT_MAX_RESPONSE_BYTES`
-    when absent)."""
+    """A byte limit option: a whole number from 1 to `MAX_RESPONSE_BYTES`
+    (`DEFAULT_MAX_RESPONSE_BYTES` when absent)."""
     value = _number(options, key, int, DEFAULT_MAX_RESPONSE_BYTES)
-    if value is None or value < 1:
-        raise AdapterConfigError(f"option {key!r} must be a number of bytes of at least 1")
+    if value is None or not 1 <= value <= MAX_RESPONSE_BYTES:
+        raise AdapterConfigError(
+            f"option {key!r} must be a number of bytes from 1 to {MAX_RESPONSE_BYTES}"
+        )
     return int(value)

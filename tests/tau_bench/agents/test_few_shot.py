@@ -149,3 +149,24 @@ def test_tau_run_with_a_deep_displays_file_says_one_line(tmp_path: Path) -> None
     assert proc.stderr.strip().splitlines() == [
         f"error: agent strategy 'few-shot': {path}:1: not valid JSON (nested too deep)"
     ]
+
+
+@pytest.mark.parametrize("zero", [0, "0"])
+def test_zero_examples_means_none_not_the_default(airline, zero: object) -> None:
+    """An ablation asks for 0 (a YAML config's `num_few_shots: 0`): it used to get the
+    default 5 (`0 or 5`)."""
+    agent = build_provider(
+        "few-shot", {"model": "m", "env": "airline", "num_few_shots": zero}
+    ).new_adapter()
+    assert isinstance(agent, FewShotAgent)
+    agent.system_prompt(SessionContext("x", "airline", [], policy="P", task_id=TASK_ID))
+    assert agent.examples == []
+
+
+@pytest.mark.parametrize("value", ["-3", -1, "2.5", 2.5, "many", True])
+def test_a_count_that_is_no_whole_number_from_0_is_refused(airline, value: object) -> None:
+    with pytest.raises(AdapterConfigError) as raised:
+        build_provider("few-shot", {"model": "m", "env": "airline", "num_few_shots": value})
+    assert str(raised.value) == (
+        f"option 'num_few_shots' must be a whole number, 0 or more, got {value!r}"
+    )

@@ -44,6 +44,11 @@ from tests.conftest import DATA_DIR
         ),
         ({"max_attempts": "100000000"}, "option 'max_attempts' must be a whole number from 1 to"),
         ({"max_attempts": "2.5"}, "option 'max_attempts' must be a number, got '2.5'"),
+        ({"max_response_bytes": 0}, "option 'max_response_bytes' must be a number of bytes from 1"),
+        (
+            {"max_response_bytes": 2**30 + 1},
+            "option 'max_response_bytes' must be a number of bytes",
+        ),
         ({"api_base": "ftp://x"}, "option 'api_base': expected an http(s) URL"),
         ({"api_base": "localhost:8000/v1"}, "option 'api_base': expected an http(s) URL"),
     ],
@@ -70,6 +75,7 @@ def test_the_edges_of_each_range_are_taken() -> None:
             "timeout": 604800,
             "max_attempts": str(MAX_ATTEMPTS),
             "api_base": "https://gateway.example:8443/v1",
+            "max_response_bytes": 2**30,
         }
     )
     assert (config.temperature, config.top_p, config.timeout) == (0.0, 1.0, 604800.0)

@@ -1,7 +1,8 @@
-"""Every adapter refuses a wait no deadline could honour, in one line, when it is built.
+"""Every adapter refuses a wait no deadline could honour, or a bound that bounds nothing,
+in one line, when it is built.
 
-A timeout, a deadline or a backoff is finite and at most `MAX_SECONDS` (a week), and a
-call's attempts at most `MAX_ATTEMPTS`. Before, `timeout: .inf` (HTTP, CES, A2A) or
+A timeout, a deadline or a backoff is finite and at most `MAX_SECONDS` (a week), a
+call's attempts at most `MAX_ATTEMPTS`, a reply-size bound at most `MAX_RESPONSE_BYTES`. Before, `timeout: .inf` (HTTP, CES, A2A) or
 `retry_initial=1e18` was taken and left only the episode's deadline to end the wait, and
 Dialogflow's `timeout=1e300` was handed to gRPC, whose clock turns it into a deadline
 already passed: every call then failed at once as DEADLINE_EXCEEDED, as if the agent
@@ -24,7 +25,7 @@ from adapters.ces.adapter import load_options as ces_options
 from adapters.dialogflow.config import load_config as dialogflow_config
 from adapters.http.config import ConfigError
 from adapters.http.config_load import load_config as http_config
-from tau_adapters.options import MAX_ATTEMPTS, MAX_SECONDS
+from tau_adapters.options import MAX_ATTEMPTS, MAX_RESPONSE_BYTES, MAX_SECONDS
 from tau_adapters.protocol import AdapterConfigError
 from tests.conftest import DATA_DIR
 
@@ -109,6 +110,15 @@ def test_a_wait_of_a_week_is_taken(adapter: str, key: str) -> None:
 def test_attempts_are_bounded(adapter: str, key: str) -> None:
     one_line(BUILDERS[adapter], key, MAX_ATTEMPTS + 1)
     BUILDERS[adapter](**{key: MAX_ATTEMPTS})
+
+
+BYTES = {"ces": "max_turn_bytes", "a2a": "max_response_bytes", "http": "max_response_bytes"}
+
+
+@pytest.mark.parametrize(("adapter", "key"), sorted(BYTES.items()))
+def test_a_reply_bound_past_a_gibibyte_is_refused(adapter: str, key: str) -> None:
+    one_line(BUILDERS[adapter], key, MAX_RESPONSE_BYTES + 1)
+    BUILDERS[adapter](**{key: MAX_RESPONSE_BYTES})
 
 
 TAU = Path(sys.executable).parent / "tau"
