@@ -20,6 +20,18 @@ from tau_adapters.protocol import AdapterProtocolError
 
 __all__ = ["ACCEPTED_ENCODINGS", "BodyTooLarge", "BoundedSyncTransport", "BoundedTransport"]
 
+KEEPALIVE_EXPIRY = 4.0
+"""Seconds an idle connection is kept for reuse by the transports made here. httpx's 5 s
+equals the idle timeout of uvicorn, Node and most servers an agent runs on: a request
+sent on a connection the server is closing at that instant is reset, and fails as a
+network error that is not safe to retry (the agent may have acted on it). One second
+less leaves the server's close to a connection the client no longer uses."""
+
+POOL_LIMITS = httpx.Limits(
+    max_connections=100, max_keepalive_connections=20, keepalive_expiry=KEEPALIVE_EXPIRY
+)
+"""httpx's default pool (100 connections, 20 kept idle) with `KEEPALIVE_EXPIRY`."""
+
 # What the transport decodes itself (zlib's header autodetection reads gzip and zlib).
 _DECODED = frozenset({"gzip", "x-gzip", "deflate"})
 ACCEPTED_ENCODINGS = "deflate, gzip"
@@ -172,7 +184,7 @@ class BoundedTransport(_Bounds, httpx.AsyncBaseTransport):
         inner: httpx.AsyncBaseTransport | None = None,
     ) -> None:
         super().__init__(limit, label, too_large_class)
-        self._inner = inner or httpx.AsyncHTTPTransport()
+        self._inner = inner or httpx.AsyncHTTPTransport(limits=POOL_LIMITS)
 
     async def handle_async_request(self, request: httpx.Request) -> httpx.Response:
         request.headers["Accept-Encoding"] = ACCEPTED_ENCODINGS
@@ -203,7 +215,7 @@ class BoundedSyncTransport(_Bounds, httpx.BaseTransport):
         inner: httpx.BaseTransport | None = None,
     ) -> None:
         super().__init__(limit, label, too_large_class)
-        self._inner = inner or httpx.HTTPTransport()
+        self._inner = inner or httpx.HTTPTransport(limits=POOL_LIMITS)
 
     def handle_request(self, request: httpx.Request) -> httpx.Response:
         request.headers["Accept-Encoding"] = ACCEPTED_ENCODINGS

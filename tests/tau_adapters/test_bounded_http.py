@@ -3,13 +3,22 @@ decoding, so a small compressed body never becomes a large one in memory."""
 
 from __future__ import annotations
 
+import asyncio
 import gzip
+import time
 import zlib
 
+import httpcore
 import httpx
 import pytest
+import uvicorn
 
-from tau_adapters.bounded_http import BodyTooLarge, BoundedSyncTransport, BoundedTransport
+from tau_adapters.bounded_http import (
+    KEEPALIVE_EXPIRY,
+    BodyTooLarge,
+    BoundedSyncTransport,
+    BoundedTransport,
+)
 from tau_adapters.protocol import AdapterProtocolError
 
 LIMIT = 64 * 1024
@@ -154,3 +163,59 @@ def test_a_sync_client_decodes_and_bounds_as_the_async_one() -> None:
         pytest.raises(AdapterProtocolError, match="unsupported Content-Encoding 'br'"),
     ):
         client.get("http://bot.test/chat?token=s3cret")
+
+
+# -- idle connections --------------------------------------------------------------------
+
+
+class _Clock:
+    """httpcore's clock moved forward on demand: a connection's idle time without waiting."""
+
+    def __init__(self) -> None:
+        self.offset = 0.0
+
+    def monotonic(self) -> float:
+        return time.monotonic() + self.offset
+
+
+async def _keep_alive_server() -> tuple[asyncio.Server, list[int]]:
+    """Answers every request with 200 and keeps the connection; counts connections."""
+    accepted: list[int] = []
+
+    async def serve(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        accepted.append(1)
+        try:
+            while await reader.readuntil(b"\r\n\r\n"):
+                writer.write(b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok")
+                await writer.drain()
+        except (asyncio.IncompleteReadError, ConnectionError):
+            pass
+        finally:
+            writer.close()
+
+    return await asyncio.start_server(serve, "127.0.0.1", 0), accepted
+
+
+async def test_a_connection_idle_past_4_s_is_not_reused(monkeypatch: pytest.MonkeyPatch) -> None:
+    """uvicorn and Node close a connection idle for 5 s; httpx reused one for 5 s, so a
+    request could go out on a connection the server was closing (a reset, a network
+    error the A2A adapter may not retry). The SDK's transports drop it a second before."""
+    clock = _Clock()
+    monkeypatch.setattr(httpcore._async.http11, "time", clock)
+    server, accepted = await _keep_alive_server()
+    port = server.sockets[0].getsockname()[1]
+    try:
+        async with httpx.AsyncClient(transport=BoundedTransport(1024, label="bot")) as client:
+            for idle in (0.0, 3.5, 4.5):
+                clock.offset += idle
+                assert (await client.get(f"http://127.0.0.1:{port}/")).text == "ok"
+    finally:
+        server.close()
+        await server.wait_closed()
+    assert len(accepted) == 2  # reused after 3.5 s idle, a new one after 4.5 s
+
+
+def test_the_sync_transport_keeps_idle_connections_as_briefly() -> None:
+    sync = BoundedSyncTransport(1024, label="bot")
+    assert sync._inner._pool._keepalive_expiry == KEEPALIVE_EXPIRY  # type: ignore[attr-defined]
+    assert uvicorn.Config(app=None).timeout_keep_alive - 1 >= KEEPALIVE_EXPIRY

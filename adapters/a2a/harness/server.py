@@ -165,9 +165,20 @@ class _Server(uvicorn.Server):
         self.ready.set()
 
 
+KEEP_ALIVE = 75
+"""Seconds the server keeps an idle connection open: more than any client keeps one for
+reuse (httpx 5 s, tau's own clients 4 s), so a client never sends a request on a
+connection the server is closing at that instant (uvicorn's 5 s equals httpx's)."""
+
+
 def _config(app: ASGIApp, log_level: str) -> uvicorn.Config:
     return uvicorn.Config(
-        app, log_level=log_level, access_log=False, lifespan="off", timeout_graceful_shutdown=1
+        app,
+        log_level=log_level,
+        access_log=False,
+        lifespan="off",
+        timeout_graceful_shutdown=1,
+        timeout_keep_alive=KEEP_ALIVE,
     )
 
 
