@@ -34,6 +34,11 @@ MAX_ATTEMPTS = 100
 """The most attempts an option may give one call: past it a retry loop has no end in
 sight, against a service that has said no a hundred times."""
 
+MAX_ITEMS = 1_000_000
+"""The most items (stream events, server messages, list pages) an option may let a client
+read for one call: each is bounded in bytes too, but a count past a million is no bound
+on the time a misbehaving service can keep a call busy."""
+
 
 @dataclass(frozen=True)
 class OptionFlag:

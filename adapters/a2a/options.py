@@ -12,6 +12,7 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from tau_adapters.options import (
     MAX_ATTEMPTS,
+    MAX_ITEMS,
     MAX_RESPONSE_BYTES,
     MAX_SECONDS,
     check_key_templates,
@@ -92,6 +93,7 @@ class Options(BaseModel):
     max_events: int = Field(
         default=10_000,
         ge=1,
+        le=MAX_ITEMS,
         description="Most stream events kept for one message; past it the call fails as "
         "a protocol error.",
     )

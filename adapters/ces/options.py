@@ -17,6 +17,7 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator, model_valida
 
 from tau_adapters.options import (
     MAX_ATTEMPTS,
+    MAX_ITEMS,
     MAX_RESPONSE_BYTES,
     MAX_SECONDS,
     check_key_templates,
@@ -128,6 +129,7 @@ class Options(BaseModel):
     max_turn_messages: int = Field(
         10_000,
         ge=1,
+        le=MAX_ITEMS,
         description="With streaming: most server messages read for one turn before "
         "giving up (protocol error).",
     )
@@ -139,7 +141,7 @@ class Options(BaseModel):
         "before giving up (protocol error).",
     )
     max_pages: int = Field(
-        100, ge=1, description="Most pages read from one List call (ListTools...)."
+        100, ge=1, le=MAX_ITEMS, description="Most pages read from one List call (ListTools...)."
     )
 
     @field_validator("variables", mode="before")

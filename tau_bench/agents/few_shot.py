@@ -20,6 +20,7 @@ from tau_adapters.registry import AgentProvider
 from tau_bench.agents import prompts
 from tau_bench.agents.tool_calling import ToolCallingAgent, agent_config
 from tau_bench.llm import LLMConfig
+from tau_bench.llm.config import whole_option
 
 DEFAULT_NUM_FEW_SHOTS = 5
 FEW_SHOT_FILE = "few_shot.jsonl"
@@ -58,16 +59,8 @@ def load_displays(path: str | Path) -> list[str]:
 def few_shot_count(value: Any) -> int:
     """`num_few_shots` as given: a whole number, 0 or more (0: no examples, an ablation;
     more than the displays: all of them); `DEFAULT_NUM_FEW_SHOTS` when absent."""
-    if value is None or value == "":
-        return DEFAULT_NUM_FEW_SHOTS
-    try:
-        count = int(value)
-    except (TypeError, ValueError):
-        count = -1
-    if count < 0 or isinstance(value, bool) or (isinstance(value, float) and value != count):
-        raise AdapterConfigError(
-            f"option 'num_few_shots' must be a whole number, 0 or more, got {value!r}"
-        )
+    count = whole_option({"num_few_shots": value}, "num_few_shots", DEFAULT_NUM_FEW_SHOTS, low=0)
+    assert count is not None  # the default is a number
     return count
 
 

@@ -9,6 +9,7 @@ from typing import Any
 
 from tau_adapters.options import MAX_ATTEMPTS, MAX_RESPONSE_BYTES
 from tau_adapters.protocol import AdapterConfigError
+from tau_adapters.redaction import truncate
 from tau_bench.llm.retry import RetryPolicy
 from tau_bench.user_values import MAX_TIMEOUT, check_endpoint_url
 
@@ -70,12 +71,7 @@ class LLMConfig:
         if not model:
             raise AdapterConfigError(f"no model given (option {model_key!r})")
         temperature = _ranged(options, "temperature", 0.0, low=0.0, low_allowed=True)
-        attempts = _number(options, "max_attempts", int, None)
-        if attempts is not None and not 1 <= attempts <= MAX_ATTEMPTS:
-            raise AdapterConfigError(
-                f"option 'max_attempts' must be a whole number from 1 to {MAX_ATTEMPTS},"
-                f" got {attempts}"
-            )
+        attempts = whole_option(options, "max_attempts", None, low=1, high=MAX_ATTEMPTS)
         extra = options.get("llm_extra") or {}
         if not isinstance(extra, Mapping):
             raise AdapterConfigError("option 'llm_extra' must be a mapping of litellm arguments")
@@ -108,6 +104,31 @@ class LLMConfig:
     def deadline(self) -> float:
         """Seconds one attempt may take in all (`timeout`, or `DEFAULT_TIMEOUT`)."""
         return DEFAULT_TIMEOUT if self.timeout is None else self.timeout
+
+
+def whole_option(
+    options: Mapping[str, Any], key: str, default: int | None, *, low: int, high: int | None = None
+) -> int | None:
+    """A count option (attempts, examples): a whole number from `low` to `high` (`2`,
+    `"2"` or `2.0`; not `2.5`, `True` or `"two"`), `default` when absent or empty. Read
+    with `or`, a 0 that asks for none would quietly be the default."""
+    value = options.get(key)
+    if value is None or value == "":
+        return default
+    wanted = f" from {low} to {high}" if high is not None else f", {low} or more"
+    given = truncate(repr(value), 100)
+    refused = AdapterConfigError(f"option {key!r} must be a whole number{wanted}, got {given}")
+    if isinstance(value, bool):
+        raise refused
+    try:
+        count = int(value)
+    except (TypeError, ValueError, OverflowError):
+        raise refused from None
+    if isinstance(value, float) and value != count:
+        raise refused
+    if count < low or (high is not None and count > high):
+        raise refused
+    return count
 
 
 def _number(options: Mapping[str, Any], key: str, kind: Callable[[Any], Any], default: Any) -> Any:

@@ -14,8 +14,10 @@ import re
 from collections.abc import Mapping
 from typing import Any
 
+from tau_adapters.options import MAX_ATTEMPTS
 from tau_adapters.protocol import STOP_TOKEN, Usage, UserSimulator
 from tau_bench.llm import Completion, LLMConfig, complete
+from tau_bench.llm.config import whole_option
 from tau_bench.users import prompts
 
 DEFAULT_USER_MODEL = "gpt-4o"
@@ -174,8 +176,8 @@ def build_llm_user(strategy: str, **options: Any) -> UserSimulator:
 
     Options: model (default gpt-4o), provider (litellm `custom_llm_provider`, None when
     the model has a prefix), api_base, temperature (default 0.0), seed, timeout,
-    max_attempts (model-call retries), max_verify_attempts (verify / reflection, default
-    3), llm_extra (passed to litellm); for `human`: console, input_fn. Unknown keys are
+    max_attempts (model-call retries), max_verify_attempts (verify / reflection, 1 to
+    100, default 3), llm_extra (passed to litellm); for `human`: console, input_fn. Unknown keys are
     ignored.
     """
     if strategy == "human":
@@ -191,7 +193,10 @@ def build_llm_user(strategy: str, **options: Any) -> UserSimulator:
         return LLMUser(config)
     if strategy == "react":
         return ReactUser(config)
-    attempts = int(options.get("max_verify_attempts") or DEFAULT_MAX_VERIFY_ATTEMPTS)
+    attempts = whole_option(
+        options, "max_verify_attempts", DEFAULT_MAX_VERIFY_ATTEMPTS, low=1, high=MAX_ATTEMPTS
+    )
+    assert attempts is not None  # the default is a number
     if strategy == "verify":
         return VerifyUser(config, max_attempts=attempts)
     return ReflectionUser(config, max_attempts=attempts)

@@ -2,7 +2,8 @@
 in one line, when it is built.
 
 A timeout, a deadline or a backoff is finite and at most `MAX_SECONDS` (a week), a
-call's attempts at most `MAX_ATTEMPTS`, a reply-size bound at most `MAX_RESPONSE_BYTES`. Before, `timeout: .inf` (HTTP, CES, A2A) or
+call's attempts at most `MAX_ATTEMPTS`, a reply-size bound at most `MAX_RESPONSE_BYTES`,
+a count of events, messages or pages at most `MAX_ITEMS`. Before, `timeout: .inf` (HTTP, CES, A2A) or
 `retry_initial=1e18` was taken and left only the episode's deadline to end the wait, and
 Dialogflow's `timeout=1e300` was handed to gRPC, whose clock turns it into a deadline
 already passed: every call then failed at once as DEADLINE_EXCEEDED, as if the agent
@@ -25,7 +26,7 @@ from adapters.ces.adapter import load_options as ces_options
 from adapters.dialogflow.config import load_config as dialogflow_config
 from adapters.http.config import ConfigError
 from adapters.http.config_load import load_config as http_config
-from tau_adapters.options import MAX_ATTEMPTS, MAX_RESPONSE_BYTES, MAX_SECONDS
+from tau_adapters.options import MAX_ATTEMPTS, MAX_ITEMS, MAX_RESPONSE_BYTES, MAX_SECONDS
 from tau_adapters.protocol import AdapterConfigError
 from tests.conftest import DATA_DIR
 
@@ -119,6 +120,15 @@ BYTES = {"ces": "max_turn_bytes", "a2a": "max_response_bytes", "http": "max_resp
 def test_a_reply_bound_past_a_gibibyte_is_refused(adapter: str, key: str) -> None:
     one_line(BUILDERS[adapter], key, MAX_RESPONSE_BYTES + 1)
     BUILDERS[adapter](**{key: MAX_RESPONSE_BYTES})
+
+
+COUNTS = [("a2a", "max_events"), ("ces", "max_turn_messages"), ("ces", "max_pages")]
+
+
+@pytest.mark.parametrize(("adapter", "key"), COUNTS)
+def test_a_count_past_a_million_is_refused(adapter: str, key: str) -> None:
+    one_line(BUILDERS[adapter], key, MAX_ITEMS + 1)
+    BUILDERS[adapter](**{key: MAX_ITEMS})
 
 
 TAU = Path(sys.executable).parent / "tau"

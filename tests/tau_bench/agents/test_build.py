@@ -92,7 +92,9 @@ def test_string_options_from_the_command_line() -> None:
     ).new_adapter()
     config = adapter.config  # type: ignore[attr-defined]
     assert (config.max_attempts, config.timeout) == (8, 60.0)
-    with pytest.raises(AdapterConfigError, match="'max_attempts' must be a number"):
+    with pytest.raises(
+        AdapterConfigError, match="'max_attempts' must be a whole number from 1 to 100, got 'many'"
+    ):
         build_provider("act", {"model": "m", "max_attempts": "many"})
     with pytest.raises(AdapterConfigError, match="llm_extra"):
         build_provider("react", {"model": "m", "llm_extra": "max_tokens=5"})

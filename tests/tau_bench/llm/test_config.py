@@ -43,7 +43,18 @@ from tests.conftest import DATA_DIR
             f"option 'max_attempts' must be a whole number from 1 to {MAX_ATTEMPTS}",
         ),
         ({"max_attempts": "100000000"}, "option 'max_attempts' must be a whole number from 1 to"),
-        ({"max_attempts": "2.5"}, "option 'max_attempts' must be a number, got '2.5'"),
+        (
+            {"max_attempts": "2.5"},
+            "option 'max_attempts' must be a whole number from 1 to 100, got '2.5'",
+        ),
+        (
+            {"max_attempts": 2.5},
+            "option 'max_attempts' must be a whole number from 1 to 100, got 2.5",
+        ),
+        (
+            {"max_attempts": True},
+            "option 'max_attempts' must be a whole number from 1 to 100, got True",
+        ),
         ({"max_response_bytes": 0}, "option 'max_response_bytes' must be a number of bytes from 1"),
         (
             {"max_response_bytes": 2**30 + 1},

@@ -6,7 +6,7 @@ import re
 
 import pytest
 
-from tau_adapters.protocol import STOP_TOKEN
+from tau_adapters.protocol import STOP_TOKEN, AdapterConfigError
 from tau_bench.episode import run_task
 from tau_bench.users import build_user
 from tau_bench.users.llm_users import (
@@ -166,3 +166,20 @@ def test_unknown_strategy_is_rejected() -> None:
 
     with pytest.raises(UnknownUserStrategyError):
         build_user("telepathic")
+
+
+@pytest.mark.parametrize("value", [0, -1, 101, 2.5, "many", True])
+def test_max_verify_attempts_out_of_range_is_refused(value: object) -> None:
+    # A 0 was read with `or` and became the default 3; a huge count had no end in sight.
+    with pytest.raises(AdapterConfigError) as raised:
+        build_user("reflection", model="openai/gpt-4o", max_verify_attempts=value)
+    assert str(raised.value) == (
+        f"option 'max_verify_attempts' must be a whole number from 1 to 100, got {value!r}"
+    )
+
+
+@pytest.mark.parametrize(("value", "expected"), [(None, 3), (1, 1), ("7", 7), (100, 100)])
+def test_max_verify_attempts_in_range_is_taken(value: object, expected: int) -> None:
+    user = build_user("verify", model="openai/gpt-4o", max_verify_attempts=value)
+    assert isinstance(user, VerifyUser)
+    assert user.max_attempts == expected
