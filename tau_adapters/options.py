@@ -5,8 +5,9 @@ Every field is an option of the run's `agent_options`; its command-line flags ar
 `--field-name` and `--field_name`, or the spellings listed in
 `Field(json_schema_extra={"flags": [...]})`. A list-typed field is a repeatable flag, a
 bool field a switch. `json_schema_extra={"secret": True}` marks a value that must never
-be shown (it is redacted in every record). The harness reads all of this from here, so
-the core names no adapter and no adapter flag.
+be shown (it is redacted in every record); `json_schema_extra={"path": True}` a file's
+path (recorded absolute, so a resume finds it from any folder). The harness reads all
+of this from here, so the core names no adapter and no adapter flag.
 """
 
 from __future__ import annotations
@@ -50,6 +51,15 @@ class OptionFlag:
     multiple: bool
     is_switch: bool
     secret: bool
+
+    @property
+    def off_flags(self) -> tuple[str, ...]:
+        """A switch's spellings that turn it off (`--no-streaming`); none for others."""
+        if not self.is_switch:
+            return ()
+        spellings = [f"--no-{f[2:]}" for f in self.flags]
+        spellings += ["--no_" + f[2:].replace("-", "_") for f in self.flags]
+        return tuple(dict.fromkeys(spellings))
 
 
 def options_model(builder: Callable[..., Any]) -> type[BaseModel] | None:
@@ -107,6 +117,13 @@ def option_flags(model: type[BaseModel]) -> list[OptionFlag]:
 
 def secret_fields(model: type[BaseModel]) -> frozenset[str]:
     return frozenset(f.field for f in option_flags(model) if f.secret)
+
+
+def path_fields(model: type[BaseModel]) -> frozenset[str]:
+    """The options that name a file (`json_schema_extra={"path": True}`)."""
+    return frozenset(
+        name for name, info in model.model_fields.items() if _extra(info).get("path") is True
+    )
 
 
 def validate_options(name: str, model: type[BaseModel], options: Mapping[str, Any]) -> BaseModel:

@@ -82,7 +82,7 @@ class Options(BaseModel):
         None,
         description="Any google.auth credentials file (service account, authorized user, "
         "external account); else Application Default Credentials.",
-        json_schema_extra={"flags": ["--gcp-sa-file"]},
+        json_schema_extra={"flags": ["--gcp-sa-file"], "path": True},
     )
     quota_project_id: str | None = Field(None, description="Project billed for quota.")
     api_endpoint: str | None = Field(None, description="Override the regional endpoint host.")

@@ -25,6 +25,7 @@ class DialogflowOptions(BaseModel):
         None,
         description="Google credentials file: service-account key, ADC user credentials or "
         "external account (default: Application Default Credentials).",
+        json_schema_extra={"path": True},
     )
     api_endpoint: str | None = Field(None, description="API endpoint (default: by location).")
     session_params: list[str] = Field(

@@ -13,5 +13,7 @@ class HttpOptions(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
     http_config: str | dict[str, Any] | None = Field(
-        None, description="The bot's config file (YAML or JSON); `tau http init` writes one."
+        None,
+        description="The bot's config file (YAML or JSON); `tau http init` writes one.",
+        json_schema_extra={"path": True},
     )

@@ -39,7 +39,9 @@ def adapters(
     for column in ("flags", "option", "meaning"):
         table.add_column(column)
     for flag in option_flags(model):
-        kind = " (repeatable)" if flag.multiple else " (switch)" if flag.is_switch else ""
+        kind = " (repeatable)" if flag.multiple else ""
+        if flag.is_switch:
+            kind = f" (switch; {flag.off_flags[0]} turns it off)"
         secret = " [secret]" if flag.secret else ""
         table.add_row(", ".join(flag.flags), flag.field, flag.help + kind + secret)
     console.print(table)

@@ -51,7 +51,7 @@ _COMMANDS = [
     ("tau_bench.cli.compare_cmd", "report", "report", "Self-contained HTML report of runs."),
     ("tau_bench.cli.results_cmd", "rescore", "rescore", "Replay trajectories, recompute rewards."),
     ("tau_bench.cli.results_cmd", "analyze", "analyze", "LLM error analysis of failed episodes."),
-    ("tau_bench.cli.results_cmd", "export", "export", "Export results (mt-bench)."),
+    ("tau_bench.cli.results_cmd", "export", "export", "Export results (mt-bench, tau2)."),
     ("tau_bench.cli.view_cmd", "view", "view", "Browse a run's episodes and why they failed."),
     ("tau_bench.cli.serve_cmd", "serve", "serve", "Serve the evaluation HTTP API."),
     ("tau_bench.cli.tools_cmd", "app", "tools", "Serve domain tools to agents that call them."),

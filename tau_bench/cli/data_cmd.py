@@ -17,6 +17,14 @@ from tau_bench.cli.errors import fail
 
 app = typer.Typer(no_args_is_help=True, add_completion=False)
 
+SUITES = ("tau-bench", "tau3")
+
+
+def _suite_option() -> str:
+    return typer.Option(
+        "tau-bench", "--suite", help="Which benchmark's data: tau-bench (v1) or tau3."
+    )
+
 
 @app.command()
 def pull(
@@ -26,16 +34,14 @@ def pull(
     force: bool = typer.Option(
         False, "--force", help="Download again and replace whatever is at the destination."
     ),
-    suite: str = typer.Option(
-        "tau-bench", "--suite", help="Which benchmark's data: tau-bench (v1) or tau3."
-    ),
+    suite: str = _suite_option(),
 ) -> None:
     """Download the pinned upstream data, verify every sha256, install it."""
     if suite == "tau3":
         _pull_tau3(dest, force)
         return
-    if suite != "tau-bench":
-        fail(f"unknown suite {suite!r} (available: tau-bench, tau3)")
+    if suite not in SUITES:
+        fail(f"unknown suite {suite!r} (available: {', '.join(SUITES)})")
     from tau_bench.data.paths import DataDirError, cache_dir
     from tau_bench.data.pinned import load_pinned, verify_files
     from tau_bench.data.pull import pull_dataset
@@ -108,43 +114,56 @@ def _pull_tau3(dest: Path | None, force: bool) -> None:
     print(target)
 
 
+def _root(suite: str, data_dir: Path | None) -> Path:
+    """The suite's data directory in use (`--data-dir`, else its variable, else the cache)."""
+    from tau_bench.data.paths import DataDirError, resolve_data_dir
+    from tau_bench.tau3.data import resolve_tau3_data_dir
+
+    if suite not in SUITES:
+        fail(f"unknown suite {suite!r} (available: {', '.join(SUITES)})")
+    try:
+        if suite == "tau3":
+            return resolve_tau3_data_dir(data_dir)
+        return resolve_data_dir(data_dir, pull=False)
+    except DataDirError as exc:
+        fail(str(exc))
+
+
 @app.command()
 def path(
     data_dir: Path | None = typer.Option(
-        None, "--data-dir", help="Use this directory instead of TAU_BENCH_DATA / the cache."
+        None, "--data-dir", help="Use this directory instead of the suite's variable / the cache."
     ),
+    suite: str = _suite_option(),
 ) -> None:
-    """Print the data directory in use (--data-dir, else TAU_BENCH_DATA, else the cache)."""
-    from tau_bench.data.paths import DataDirError, resolve_data_dir
-
-    try:
-        root = resolve_data_dir(data_dir, pull=False)
-    except DataDirError as exc:
-        fail(str(exc))
-    print(root)
+    """Print the data directory in use (--data-dir, else TAU_BENCH_DATA or, for tau3,
+    TAU3_BENCH_DATA, else the cache)."""
+    print(_root(suite, data_dir))
 
 
 @app.command()
 def verify(
     data_dir: Path | None = typer.Option(
-        None, "--data-dir", help="Use this directory instead of TAU_BENCH_DATA / the cache."
+        None, "--data-dir", help="Use this directory instead of the suite's variable / the cache."
     ),
+    suite: str = _suite_option(),
 ) -> None:
     """Check every file of the data directory against the pinned sha256."""
     from rich.table import Table
 
     from tau_bench import terminal
-    from tau_bench.data.paths import DataDirError, resolve_data_dir
     from tau_bench.data.pinned import load_pinned, verify_files
+    from tau_bench.data.tau3_pull import load_manifest, verify_tau3_files
 
-    try:
-        root = resolve_data_dir(data_dir, pull=False)
-    except DataDirError as exc:
-        fail(str(exc))
-    table = load_pinned()
-    checks = verify_files(root, table)
+    root = _root(suite, data_dir)
+    if suite == "tau3":
+        manifest = load_manifest()
+        commit, checks = manifest.commit, verify_tau3_files(root, manifest)
+    else:
+        table = load_pinned()
+        commit, checks = table.commit, verify_files(root, table)
 
-    out = Table(title=f"{root} vs pinned commit {table.commit[:12]}")
+    out = Table(title=f"{root} vs pinned commit {commit[:12]}")
     out.add_column("file", no_wrap=True)
     out.add_column("status", no_wrap=True)
     out.add_column("sha256", no_wrap=True)

@@ -295,7 +295,8 @@ def export(
         str | None, typer.Option("--model", help="Model name in file names (default: the run's).")
     ] = None,
 ) -> None:
-    """Export results in another format (mt-bench: per-task chat JSONL and a scores file)."""
+    """Export results in another format (mt-bench: per-task chat JSONL and a scores file;
+    tau2: a τ³ run as tau2-bench's results file)."""
     from tau_bench.analysis.mt_bench import write_mt_bench
     from tau_bench.cli.output_paths import check_output
 

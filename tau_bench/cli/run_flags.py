@@ -31,15 +31,16 @@ def _flags(
         str,
         typer.Option(
             "--env",
-            help="Domain: retail or airline; several: retail,airline (ids become retail/N).",
+            help="Domain: retail, airline (τ-bench) or tau3/airline, tau3/retail, "
+            "tau3/telecom (τ³); several: retail,airline (ids become retail/N).",
         ),
     ] = _D.env,
     agent_strategy: Annotated[
         str,
         typer.Option(
             "--agent-strategy",
-            help="Agent: tool-calling, act, react, few-shot, oracle, or an installed adapter "
-            "(its own flags: tau adapters NAME).",
+            help="Agent: tool-calling, act, react, few-shot, tau3-llm, oracle, or an installed "
+            "adapter: decibel, http, a2a, ces... (its own flags: tau adapters NAME).",
         ),
     ] = _D.agent_strategy,
     model: Annotated[
@@ -63,7 +64,8 @@ def _flags(
         str,
         typer.Option(
             "--user-strategy",
-            help="User simulator: llm, react, verify, reflection, human, scripted.",
+            help="User simulator: llm, react, verify, reflection, tau3 (τ³'s own), human, "
+            "scripted (offline).",
         ),
     ] = _D.user_strategy,
     user_model: Annotated[
@@ -170,7 +172,11 @@ def _flags(
     ] = None,
     data_dir: Annotated[
         str | None,
-        typer.Option("--data-dir", help="τ-bench data directory (default: $TAU_BENCH_DATA)."),
+        typer.Option(
+            "--data-dir",
+            help="Benchmark data directory (default: $TAU_BENCH_DATA, or $TAU3_BENCH_DATA for "
+            "tau3/ domains).",
+        ),
     ] = None,
     judge_model: Annotated[
         str | None,

@@ -124,6 +124,7 @@ def config_from_context(ctx: typer.Context) -> tuple[RunConfig, frozenset[str]]:
     resumed run does not use is then said, not silently dropped."""
     from tau_bench.config import (
         RunConfigError,
+        absolute_paths,
         backend_conflict,
         build_config,
         config_from_mapping,
@@ -146,7 +147,7 @@ def config_from_context(ctx: typer.Context) -> tuple[RunConfig, frozenset[str]]:
     problem = backend_conflict(chosen, merged.get("workers"), merged.get("ray_address"))
     if problem is not None:
         raise RunConfigError(problem)
-    return build_config(merged), frozenset(yaml_layer) | frozenset(cli)
+    return absolute_paths(build_config(merged), base), frozenset(yaml_layer) | frozenset(cli)
 
 
 def split_adapter_args(strategy: str, args: list[str]) -> tuple[list[str], dict[str, Any]]:
@@ -171,6 +172,7 @@ def split_adapter_args(strategy: str, args: list[str]) -> tuple[list[str], dict[
         model = None
     flags = option_flags(model) if model is not None else []
     by_flag = {spelling: f for f in flags for spelling in f.flags}
+    switched_off = {spelling: f for f in flags for spelling in f.off_flags}
     ids: list[str] = []
     options: dict[str, Any] = {}
     i = 0
@@ -179,6 +181,10 @@ def split_adapter_args(strategy: str, args: list[str]) -> tuple[list[str], dict[
         name, eq, inline = word.partition("=")
         if not word.startswith("--") or word == "--":
             ids.append(word)
+            i += 1
+            continue
+        if name not in by_flag and name in switched_off and not eq:
+            options[switched_off[name].field] = False
             i += 1
             continue
         spec = by_flag.get(name)

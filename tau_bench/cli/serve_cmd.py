@@ -234,8 +234,27 @@ def serve(
         str,
         typer.Option("--log-level", help=f"uvicorn log level: {', '.join(LOG_LEVELS)}."),
     ] = "info",
+    max_connections: Annotated[
+        int,
+        typer.Option(
+            "--max-connections",
+            min=1,
+            max=100_000,
+            help="Open client connections at most (kept below the file-descriptor limit).",
+        ),
+    ] = 1000,
+    request_timeout: Annotated[
+        float,
+        typer.Option(
+            "--request-timeout",
+            min=0.1,
+            max=3600.0,
+            help="Seconds a request may take to arrive whole (headers and body).",
+        ),
+    ] = 30.0,
 ) -> None:
     """Serve the evaluation HTTP API: submit runs, follow them, fetch scores and reports."""
+    from tau_bench.server_limits import ServerLimits
     from tau_bench.service.settings import ServiceLimits, default_state_dir
     from tau_bench.service.store import StoreError, lock_state_dir
 
@@ -278,22 +297,28 @@ def serve(
             check_local_ray(workers, max_runs)
         except ValueError as exc:
             fail(str(exc))
-    settings = ServiceSettings(
-        backend=backend,
-        ray_address=ray_address,
-        workers=workers,
-        state_dir=(state_dir or default_state_dir()).expanduser(),
-        token=token,
-        max_runs=max_runs,
-        limits=ServiceLimits(max_unfinished_runs=max_unfinished_runs),
-        scores_timeout=scores_timeout,
-        data_dir=str(data_dir) if data_dir else None,
-        tau3_data_dir=str(tau3_data_dir) if tau3_data_dir else None,
-        scores_settings=scores_settings(
-            scores_config, scores_agent_strategy, scores_user_strategy, scores_user_model
-        ),
-        agent_configs=registered_agents(agent_configs),
-    )
+    try:
+        settings = ServiceSettings(
+            backend=backend,
+            ray_address=ray_address,
+            workers=workers,
+            state_dir=(state_dir or default_state_dir()).expanduser(),
+            token=token,
+            max_runs=max_runs,
+            limits=ServiceLimits(max_unfinished_runs=max_unfinished_runs),
+            connections=ServerLimits(
+                max_connections=max_connections, request_timeout=request_timeout
+            ),
+            scores_timeout=scores_timeout,
+            data_dir=str(data_dir) if data_dir else None,
+            tau3_data_dir=str(tau3_data_dir) if tau3_data_dir else None,
+            scores_settings=scores_settings(
+                scores_config, scores_agent_strategy, scores_user_strategy, scores_user_model
+            ),
+            agent_configs=registered_agents(agent_configs),
+        )
+    except ValueError as exc:  # a token that is not printable ASCII...
+        fail(str(exc))
     try:
         settings.prepare()
         lock_state_dir(settings.state_dir)

@@ -8,6 +8,7 @@ from tau_bench.config.eval_config import (
     safe_file_part,
 )
 from tau_bench.config.layers import (
+    absolute_paths,
     build_config,
     config_from_mapping,
     fingerprint_differences,
@@ -31,6 +32,7 @@ __all__ = [
     "EvalConfig",
     "RunConfig",
     "RunConfigError",
+    "absolute_paths",
     "backend_conflict",
     "build_config",
     "config_from_mapping",

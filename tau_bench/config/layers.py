@@ -9,6 +9,8 @@ otherwise, so a typo never passes silently.
 
 from __future__ import annotations
 
+import os
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
@@ -16,7 +18,12 @@ from pydantic import BaseModel, ValidationError
 
 from tau_adapters import jsonsafe
 from tau_bench.bounded_files import FileTooLarge, NotRegularFile, read_regular
-from tau_bench.config.run_config import RunConfig, RunConfigError, _as_list
+from tau_bench.config.run_config import (
+    RunConfig,
+    RunConfigError,
+    _as_list,
+    path_option_names,
+)
 
 # Where `config_from_mapping` keeps settings that are not RunConfig fields (the adapter's).
 ADAPTER_SETTINGS = "__adapter_settings__"
@@ -208,6 +215,44 @@ def build_config(data: dict[str, Any]) -> RunConfig:
         raise RunConfigError(f"{where}: {msg}") from None
     check_agent_options(config)
     return config
+
+
+PATH_SETTINGS = ("data_dir", "tasks_file", "few_shot_displays_path")
+"""The run settings that name a file or a folder (the adapters mark their own:
+`path_option_names`)."""
+
+
+def absolute_paths(config: RunConfig, recorded: Mapping[str, Any]) -> RunConfig:
+    """`config` with the files it names given as absolute paths, so the run's header
+    records where they are: `tau run --resume` from another folder reads the same files,
+    and `./bot.yaml` and `bot.yaml` are one file, not a configuration that differs.
+
+    `recorded` is the resumed run's config (empty for a new run). Its values are kept as
+    written, a relative path of a log from before included: a setting taken from it, or
+    given again naming the same file, keeps the recorded spelling (and so the log's
+    fingerprint and agent hash)."""
+    recorded_options = recorded.get("agent_options")
+    if not isinstance(recorded_options, Mapping):
+        recorded_options = {}
+
+    def fixed(value: Any, before: Any) -> Any:
+        if not isinstance(value, str) or not value or value == before:
+            return value
+        absolute = os.path.abspath(os.path.expanduser(value))
+        same = isinstance(before, str) and before != ""
+        if same and os.path.abspath(os.path.expanduser(before)) == absolute:
+            return before
+        return absolute
+
+    names = path_option_names(config.agent_strategy)
+    options = {
+        key: fixed(value, recorded_options.get(key)) if key in names else value
+        for key, value in config.agent_options.items()
+    }
+    update: dict[str, Any] = {
+        key: fixed(getattr(config, key), recorded.get(key)) for key in PATH_SETTINGS
+    }
+    return config.model_copy(update={**update, "agent_options": options})
 
 
 def _options_model(strategy: str) -> type[BaseModel] | None:

@@ -27,6 +27,7 @@ OUTPUT_FORMATS = ("tau-bench",)
 MAX_TRIALS = 10_000  # a run's trials are kept in memory: far above any real use
 MAX_WORKERS = 4_096  # Ray workers of one run: a large cluster's CPUs, not a typo's billion
 MAX_CONCURRENCY = 1_000_000  # a run's episodes at most (`runner.plan.MAX_EPISODES`)
+MAX_PLATFORM_PRICE = 1_000.0  # USD per request: past any platform's; 1e308 made costs infinite
 # A run name is a file-name stem inside --log-dir: no path, no leading dot.
 RUN_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,99}$")
 
@@ -130,7 +131,7 @@ class RunConfig(BaseModel):
     run_name: str | None = None
     quiet: bool = False
     # USD per agent request on a hosted platform (Dialogflow CX...); None: unknown.
-    platform_price_per_request: float | None = Field(default=None, ge=0)
+    platform_price_per_request: float | None = Field(default=None, ge=0, le=MAX_PLATFORM_PRICE)
     # Failing fast (tau_bench.runner.preflight / breaker / deadlines; docs/running.md).
     skip_preflight: bool = False
     max_consecutive_failures: int = Field(default=5, ge=0)  # 0: never stop early
@@ -321,6 +322,24 @@ def _secret_option_names(strategy: str) -> frozenset[str]:
     except Exception:
         return frozenset()
     return secret_fields(model) if model is not None else frozenset()
+
+
+def path_option_names(strategy: str) -> frozenset[str]:
+    """The agent options the strategy's adapter marks as a file's path (`json_schema_extra=
+    {"path": True}`); none when the adapter cannot be loaded."""
+    return _path_option_names(strategy)
+
+
+@functools.lru_cache(maxsize=64)
+def _path_option_names(strategy: str) -> frozenset[str]:
+    from tau_adapters.options import options_model, path_fields
+    from tau_adapters.registry import load_builder
+
+    try:
+        model = options_model(load_builder(strategy))
+    except Exception:
+        return frozenset()
+    return path_fields(model) if model is not None else frozenset()
 
 
 def _redacted(data: dict[str, Any]) -> dict[str, Any]:

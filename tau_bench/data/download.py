@@ -42,9 +42,16 @@ DEADLINE = 900.0
 MIN_WAIT = 1.0
 # Bytes a file with no pinned size may have (those are upstream Python modules of a few KB).
 UNPINNED_LIMIT = 16 * 1024 * 1024
-_OFFLINE_HINT = (
-    "on an offline machine, set TAU_BENCH_DATA (or --data-dir) to a τ-bench data directory"
-)
+
+
+def _offline_hint(url: str) -> str:
+    """What to do without internet, for the benchmark `url` belongs to (τ-bench v1's
+    repository, else τ³'s)."""
+    if f"/{UPSTREAM_REPO}/" in url:
+        return (
+            "on an offline machine, set TAU_BENCH_DATA (or --data-dir) to a τ-bench data directory"
+        )
+    return "on an offline machine, set TAU3_BENCH_DATA (or --data-dir) to a τ³ data directory"
 
 
 def raw_url(path: str, commit: str = PINNED_COMMIT, repo: str = UPSTREAM_REPO) -> str:
@@ -143,7 +150,7 @@ def download(client: httpx.Client, url: str, source: Source, progress: Progress)
                 if response.status_code < 500:
                     raise PullError(
                         f"download failed: HTTP {response.status_code} for {url} "
-                        f"(upstream file {source.path}); {_OFFLINE_HINT}"
+                        f"(upstream file {source.path}); {_offline_hint(url)}"
                     )
                 problem = f"HTTP {response.status_code}"
         except httpx.TransportError as exc:
@@ -158,7 +165,7 @@ def download(client: httpx.Client, url: str, source: Source, progress: Progress)
             _check_deadline(started, url, source, 0, problem)
     raise PullError(
         f"download failed after {attempts} attempts ({problem}) for {url} "
-        f"(upstream file {source.path}); {_OFFLINE_HINT}"
+        f"(upstream file {source.path}); {_offline_hint(url)}"
     )
 
 
@@ -176,6 +183,7 @@ class _Inflate:
     def __init__(self, coding: str, url: str, source: Source) -> None:
         self._inflate = zlib.decompressobj(32 + zlib.MAX_WBITS)  # gzip or zlib, by header
         self._what = f"{coding} body from {url}"
+        self._url = url
         self._source = source
 
     def decode(self, raw: bytes, at_most: int) -> bytes:
@@ -191,7 +199,7 @@ class _Inflate:
     def _error(self, why: str) -> PullError:
         return PullError(
             f"download failed: undecodable {self._what} ({why}) "
-            f"(upstream file {self._source.path}); {_OFFLINE_HINT}"
+            f"(upstream file {self._source.path}); {_offline_hint(self._url)}"
         )
 
 
@@ -204,7 +212,7 @@ def _decoder(response: httpx.Response, url: str, source: Source) -> _Identity | 
     if coding not in ("gzip", "x-gzip", "deflate"):
         raise PullError(
             f"download failed: {url} answered in the {coding!r} content encoding, which "
-            f"was not asked for (upstream file {source.path}); {_OFFLINE_HINT}"
+            f"was not asked for (upstream file {source.path}); {_offline_hint(url)}"
         )
     return _Inflate(coding, url, source)
 
@@ -227,7 +235,7 @@ def _too_large(url: str, source: Source, limit: int, declared: int | None = None
         f"upstream file {source.path}",
         f"download stopped: {url} sends more than {limit:,} bytes{said}, {pinned} "
         f"(upstream file {source.path}); this is not the pinned file, so it is not "
-        f"retried; nothing was written to the data directory; {_OFFLINE_HINT}",
+        f"retried; nothing was written to the data directory; {_offline_hint(url)}",
         source.sha256 or "",
     )
 
@@ -241,5 +249,5 @@ def _check_deadline(
     got = f" after {received:,} bytes" if received else ""
     raise PullError(
         f"download timed out: {url} did not arrive within {DEADLINE:.0f} s{got}{last} "
-        f"(upstream file {source.path}); {_OFFLINE_HINT}"
+        f"(upstream file {source.path}); {_offline_hint(url)}"
     )

@@ -21,6 +21,13 @@ OPENAI_HANDLER_ENV = "EXPERIMENTAL_OPENAI_BASE_LLM_HTTP_HANDLER"
 its openai-SDK route, without the SDK's per-call TypedDict walk of the whole body). Set it
 to False in the environment to go back to the SDK route."""
 
+LOG_LEVEL_ENV = "LITELLM_LOG"
+"""The level of litellm's own log handler, read at its import. CRITICAL by default: every
+failure litellm logs also reaches us as an exception, which the harness reports in one
+line (classified, redacted); litellm's log of it is a second copy, with a traceback, on
+stderr (a missing Google credential printed 25 lines before the pre-flight's one). Set
+`LITELLM_LOG=DEBUG` to see litellm's log when debugging a provider."""
+
 _configured = False
 _module: Any = None
 
@@ -33,6 +40,7 @@ def configure_litellm() -> None:
         return
     os.environ.setdefault(COST_MAP_ENV, "True")
     os.environ.setdefault(OPENAI_HANDLER_ENV, "True")
+    os.environ.setdefault(LOG_LEVEL_ENV, "CRITICAL")
     _configured = True
 
 

@@ -10,7 +10,11 @@ ones. Layers, each a module with one job:
 * `submission` — a client's JSON -> a validated `RunConfig`, or a 4xx naming the field;
 * `manager` — queues, starts, cancels, resumes runs on the event loop;
 * `artifacts` — MT-bench scores, trajectories, the HTML report of a run's log;
-* `api` — the FastAPI app: routes, bearer auth, error shapes.
+* `reports` — the HTML report: renders at once bounded, finished runs' pages cached;
+* `request_guard` — before routing: the bearer token, JSON bodies, `--no-auth`'s
+  loopback-only Host and no cross-site requests;
+* `connections` — connection-level bounds on uvicorn (cap, request deadline, quiet accepts);
+* `api` — the FastAPI app: routes, error shapes.
 """
 
 from __future__ import annotations

@@ -9,13 +9,12 @@ rendering) runs in worker threads so the event loop keeps serving and running ep
 from __future__ import annotations
 
 import asyncio
-import secrets
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from typing import Any
 
 try:
-    from fastapi import APIRouter, Depends, FastAPI, Header, HTTPException, Query, Request
+    from fastapi import APIRouter, FastAPI, HTTPException, Query, Request
     from fastapi.exceptions import RequestValidationError
     from fastapi.responses import HTMLResponse, JSONResponse, Response
 except ModuleNotFoundError:  # one line naming the extra, not a traceback
@@ -27,8 +26,10 @@ except ModuleNotFoundError:  # one line naming the extra, not a traceback
 from tau_adapters.redaction import secret_values
 from tau_bench.config import RunConfig
 from tau_bench.service import artifacts
-from tau_bench.service.guard import client_settings, read_body
+from tau_bench.service.guard import ClientGone, client_settings, read_body
 from tau_bench.service.manager import RunManager, RunNotFound, RunStateConflict, TooManyRuns
+from tau_bench.service.reports import ReportCache, ReportsBusy
+from tau_bench.service.request_guard import RequestGuard
 from tau_bench.service.scores_compat import failure_reason, split_model
 from tau_bench.service.settings import ServiceSettings
 from tau_bench.service.store import (
@@ -38,10 +39,12 @@ from tau_bench.service.store import (
     STATUSES,
     RunRow,
     RunStore,
+    StoreUnavailable,
     lock_state_dir,
     unlock_state_dir,
 )
 from tau_bench.service.submission import (
+    PROBE_RUN_NAME,
     SubmissionError,
     check_runnable,
     config_from_request,
@@ -50,6 +53,8 @@ from tau_bench.service.submission import (
 from tau_bench.service.views import links, run_view, scrub
 
 JSONL = "application/x-ndjson"
+RETRY_AFTER = "5"  # seconds a client is told to wait after a 429 or 503
+MAX_ID_SHOWN = 64  # characters of an unknown run id an error repeats
 
 
 def _version() -> str:
@@ -61,25 +66,6 @@ def _version() -> str:
         return "unknown"
 
 
-def _auth(token: str | None) -> Any:
-    expected = token.encode("utf-8") if token is not None else None
-
-    async def check(authorization: str | None = Header(default=None)) -> None:
-        if expected is None:
-            return
-        scheme, _, value = (authorization or "").partition(" ")
-        if scheme.lower() != "bearer" or not secrets.compare_digest(
-            value.strip().encode("utf-8"), expected
-        ):
-            raise HTTPException(
-                status_code=401,
-                detail="missing or invalid bearer token",
-                headers={"WWW-Authenticate": "Bearer"},
-            )
-
-    return check
-
-
 def _validation_field(loc: tuple[Any, ...] | list[Any]) -> str:
     parts = [str(p) for p in loc if p not in ("body", "query", "path", "header")]
     return parts[0] if parts else "body"
@@ -89,6 +75,28 @@ async def _client_gone(request: Request) -> None:
     """Returns when the client has disconnected (the ASGI server's `http.disconnect`)."""
     while (await request.receive())["type"] != "http.disconnect":
         pass  # the (empty) body of the request; the next message waits for the client
+
+
+def _finished_episodes(row: RunRow) -> int | None:
+    """Episodes a finished run is known to have recorded (None unless it finished)."""
+    if not row.terminal:
+        return None
+    done = row.progress.get("done")
+    return done if isinstance(done, int) else 0
+
+
+def _report_key(row: RunRow) -> tuple[str, ...] | None:
+    """What a finished run's report depends on (None while it runs: not cached). A
+    resume starts the run again (`attempts`) and appends to its log (its size)."""
+    if not row.terminal or not row.log_path:
+        return None
+    from pathlib import Path
+
+    try:
+        stat = Path(row.log_path).stat()
+    except OSError:
+        return None
+    return (row.id, str(row.attempts), row.status, str(stat.st_size), str(stat.st_mtime_ns))
 
 
 def create_app(settings: ServiceSettings) -> FastAPI:
@@ -115,17 +123,43 @@ def create_app(settings: ServiceSettings) -> FastAPI:
         redoc_url=None,
         openapi_url=None,  # served below, behind the token
     )
+    app.router.redirect_slashes = False  # `/runs/` is a 404, not a redirect to `/runs`
+    app.add_middleware(RequestGuard, token=settings.token)
     app.state.settings = settings
     app.state.manager = manager
     app.state.store = store
+    reports = ReportCache(settings.max_report_renders)
 
     @app.exception_handler(SubmissionError)
     async def _submission_error(request: Request, exc: SubmissionError) -> JSONResponse:
-        return JSONResponse(exc.to_dict(), status_code=exc.status)
+        headers = {"Connection": "close"} if exc.close else None
+        return JSONResponse(exc.to_dict(), status_code=exc.status, headers=headers)
 
     @app.exception_handler(TooManyRuns)
     async def _too_many_runs(request: Request, exc: TooManyRuns) -> JSONResponse:
-        return JSONResponse({"detail": str(exc)}, status_code=429)
+        return JSONResponse(
+            {"detail": str(exc)}, status_code=429, headers={"Retry-After": RETRY_AFTER}
+        )
+
+    @app.exception_handler(StoreUnavailable)
+    async def _store_unavailable(request: Request, exc: StoreUnavailable) -> JSONResponse:
+        return JSONResponse(
+            {"detail": str(exc)}, status_code=503, headers={"Retry-After": RETRY_AFTER}
+        )
+
+    @app.exception_handler(ClientGone)
+    async def _client_gone_handler(request: Request, exc: ClientGone) -> Response:
+        return Response(status_code=400)  # nobody is there to read it
+
+    @app.exception_handler(artifacts.UnreadableLog)
+    async def _unreadable_log(request: Request, exc: artifacts.UnreadableLog) -> JSONResponse:
+        return JSONResponse({"detail": str(exc)}, status_code=500)
+
+    @app.exception_handler(ReportsBusy)
+    async def _reports_busy(request: Request, exc: ReportsBusy) -> JSONResponse:
+        return JSONResponse(
+            {"detail": str(exc)}, status_code=503, headers={"Retry-After": RETRY_AFTER}
+        )
 
     @app.exception_handler(RequestValidationError)
     async def _request_error(request: Request, exc: RequestValidationError) -> JSONResponse:
@@ -138,13 +172,14 @@ def create_app(settings: ServiceSettings) -> FastAPI:
     async def health() -> dict[str, str]:
         return {"status": "ok", "version": app.version}
 
-    api = APIRouter(dependencies=[Depends(_auth(settings.token))])
+    api = APIRouter()  # the bearer token is checked by `RequestGuard`, before routing
 
     def _row(run_id: str) -> RunRow:
         try:
             return manager.get(run_id)
         except RunNotFound:
-            raise HTTPException(404, detail=f"no run {run_id!r}") from None
+            shown = run_id if len(run_id) <= MAX_ID_SHOWN else run_id[:MAX_ID_SHOWN] + "..."
+            raise HTTPException(404, detail=f"no run {shown!r}") from None
 
     def _view(row: RunRow) -> dict[str, Any]:
         live = manager.live(row.id)
@@ -154,7 +189,9 @@ def create_app(settings: ServiceSettings) -> FastAPI:
 
     async def _submit(config: RunConfig, origin: str, agent_config: str | None = None) -> RunRow:
         limit = settings.limits.max_episodes
-        await asyncio.to_thread(check_runnable, config, settings.data_dir_for(config.envs), limit)
+        data_dir = settings.data_dir_for(config.envs)
+        like_a_run = str(settings.run_dir(PROBE_RUN_NAME))  # a run's folder, not made
+        await asyncio.to_thread(check_runnable, config, data_dir, limit, like_a_run)
         return manager.submit(config, origin, agent_config)
 
     def _validated(raw: bytes) -> tuple[RunConfig, str | None]:
@@ -180,7 +217,9 @@ def create_app(settings: ServiceSettings) -> FastAPI:
 
     @api.post("/runs", status_code=202)
     async def submit_run(request: Request) -> JSONResponse:
-        raw = await read_body(request, settings.limits.max_body_bytes)
+        raw = await read_body(
+            request, settings.limits.max_body_bytes, settings.connections.body_timeout
+        )
         manager.check_capacity()  # early; `submit` checks again, atomically
         config, agent_config = await asyncio.to_thread(_validated, raw)
         row = await _submit(config, "api", agent_config)
@@ -197,7 +236,7 @@ def create_app(settings: ServiceSettings) -> FastAPI:
     ) -> dict[str, Any]:
         if status is not None and status not in STATUSES:
             raise SubmissionError("status", f"unknown status (one of: {', '.join(STATUSES)})")
-        return {"runs": [_view(r) for r in store.runs(status, limit)]}
+        return {"runs": [_view(r) for r in manager.runs(status, limit)]}
 
     @api.get("/runs/{run_id}")
     async def get_run(
@@ -218,9 +257,11 @@ def create_app(settings: ServiceSettings) -> FastAPI:
     async def resume_run(run_id: str) -> dict[str, Any]:
         _row(run_id)
         try:
-            return _view(manager.resume(run_id))
+            resumed = manager.resume(run_id)
         except RunStateConflict as exc:
             raise HTTPException(409, detail=str(exc)) from None
+        reports.forget(run_id)
+        return _view(resumed)
 
     async def _records(row: RunRow) -> list[Any]:
         """Finished episodes: the runner's in memory while it runs (its log is written
@@ -228,7 +269,7 @@ def create_app(settings: ServiceSettings) -> FastAPI:
         live = manager.live(row.id)
         if live is not None:
             return artifacts.ordered(live.records.values())
-        return await asyncio.to_thread(artifacts.records, row.log_path)
+        return await asyncio.to_thread(artifacts.records, row.log_path, _finished_episodes(row))
 
     async def _scores(row: RunRow) -> Response:
         found = await _records(row)
@@ -254,13 +295,18 @@ def create_app(settings: ServiceSettings) -> FastAPI:
     @api.get("/runs/{run_id}/report")
     async def run_report(run_id: str) -> HTMLResponse:
         row = _row(run_id)
-        try:
-            html = await asyncio.to_thread(
-                artifacts.report_html, row.log_path, f"τ-bench run {row.run_name}"
+
+        def render() -> str:
+            html = artifacts.report_html(
+                row.log_path, f"τ-bench run {row.run_name}", _finished_episodes(row)
             )
+            return str(scrub(html, secret_values(row.config)))
+
+        try:
+            html = await reports.get(_report_key(row), render)
         except artifacts.NoResults as exc:
             raise HTTPException(404, detail=str(exc)) from None
-        return HTMLResponse(scrub(html, secret_values(row.config)))
+        return HTMLResponse(html)
 
     @api.get("/scores")
     async def compat_scores(

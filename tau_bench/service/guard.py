@@ -12,6 +12,7 @@ with options are ones the operator registered (`ServiceSettings.agent_configs`, 
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Mapping
 from typing import Any
 
@@ -26,6 +27,7 @@ __all__ = [
     "AGENT_CONFIG",
     "CLIENT_FIELDS",
     "CLIENT_FORBIDDEN",
+    "ClientGone",
     "ServiceLimits",
     "client_settings",
     "read_body",
@@ -164,16 +166,33 @@ def client_settings(
     return out, name
 
 
-async def read_body(request: Request, limit: int) -> bytes:
-    """The request body, refused with 413 beyond `limit` bytes (never read past it)."""
+class ClientGone(Exception):
+    """The client disconnected before its request arrived whole: nobody reads an answer."""
+
+
+async def read_body(request: Request, limit: int, timeout: float) -> bytes:
+    """The request body, refused with 413 beyond `limit` bytes (never read past it) and
+    with 408 when it has not arrived within `timeout` seconds of its headers (the
+    connection is then closed: the rest may still be on its way). `ClientGone` when the
+    client hangs up mid-body."""
+    from starlette.requests import ClientDisconnect
+
     declared = request.headers.get("content-length")
     if declared is not None and declared.isdigit() and int(declared) > limit:
         raise SubmissionError("body", f"larger than {limit} bytes", status=413)
     chunks: list[bytes] = []
     size = 0
-    async for chunk in request.stream():
-        size += len(chunk)
-        if size > limit:
-            raise SubmissionError("body", f"larger than {limit} bytes", status=413)
-        chunks.append(chunk)
+    try:
+        async with asyncio.timeout(timeout):
+            async for chunk in request.stream():
+                size += len(chunk)
+                if size > limit:
+                    raise SubmissionError("body", f"larger than {limit} bytes", status=413)
+                chunks.append(chunk)
+    except TimeoutError:
+        raise SubmissionError(
+            "body", f"not received within {timeout:g} seconds", status=408, close=True
+        ) from None
+    except ClientDisconnect:
+        raise ClientGone() from None
     return b"".join(chunks)

@@ -10,18 +10,28 @@ mid-run, or a client asked to resume) the run continues with the runner's resume
 Cancellation is asyncio task cancellation: the runner then writes the results and
 summary of what finished. A cancel asked by a client ends as `cancelled`; a server
 shutdown puts the run back to `queued`, and the next server resumes it.
+
+A state database that cannot be written (a full disk) does not stop a run: a progress
+write that fails is skipped (progress is live in memory), and a status the run reached
+is kept in memory, shown to clients at once, and written when the database takes it
+again (retried every `RETRY_UNSAVED` seconds and on every read of the run). A server
+that stops before it could write one leaves the run `running` in the database: the next
+one resumes it from its log, which keeps every finished episode.
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
+import dataclasses
 import logging
 import traceback
 import uuid
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
+from tau_adapters.jsonsafe import printable
 from tau_adapters.redaction import secret_values
 from tau_bench.config import RunConfig
 from tau_bench.metrics import summarize
@@ -33,8 +43,10 @@ from tau_bench.service.store import (
     FAILED,
     QUEUED,
     RUNNING,
+    TERMINAL,
     RunRow,
     RunStore,
+    StoreUnavailable,
 )
 from tau_bench.service.views import scrub
 
@@ -43,6 +55,7 @@ log = logging.getLogger("tau_bench.service")
 # RunConfig field: removed before the run is built, shown instead of the options).
 AGENT_CONFIG_KEY = "agent_config"
 CANCEL_GRACE = 30.0  # seconds DELETE waits for the runner to write what finished
+RETRY_UNSAVED = 5.0  # seconds between two attempts to write what the database refused
 
 
 class RunNotFound(LookupError):
@@ -106,6 +119,10 @@ class RunManager:
         self._closing = False
         self._stopped: asyncio.Event | None = None
         self._ray = contextlib.ExitStack()  # the hold on the runs' Ray, start to stop
+        # Column values the database refused, per run, until it takes them (`_save`).
+        self._unsaved: dict[str, dict[str, Any]] = {}
+        self._retrying: asyncio.Task[None] | None = None
+        self._progress_failed: set[str] = set()  # runs whose progress write was refused
 
     # -- lifecycle ---------------------------------------------------------------------
 
@@ -141,6 +158,16 @@ class RunManager:
         for task in tasks:
             task.cancel()
         await asyncio.gather(*tasks, return_exceptions=True)
+        if self._retrying is not None:
+            self._retrying.cancel()
+            self._retrying = None
+        self.flush_unsaved()
+        for run_id in self._unsaved:
+            log.error(
+                "run %s: its status could not be written to the state database; the next "
+                "server start resumes it from its log",
+                run_id,
+            )
         self._ray.close()
 
     @property
@@ -154,7 +181,10 @@ class RunManager:
         """TooManyRuns when the server holds `limits.max_unfinished_runs` queued or running
         runs. Synchronous on the event loop: check and insert cannot interleave."""
         limit = self.settings.limits.max_unfinished_runs
-        if self.store.count_unfinished() >= limit:
+        finished_unsaved = sum(
+            1 for values in self._unsaved.values() if values.get("status") in TERMINAL
+        )
+        if self.store.count_unfinished() - finished_unsaved >= limit:
             raise TooManyRuns(
                 f"the server already has {limit} unfinished (queued or running) runs, its "
                 "limit: retry when some have finished, or cancel some"
@@ -183,10 +213,73 @@ class RunManager:
         return self.get(run_id)
 
     def get(self, run_id: str) -> RunRow:
+        """The run as it is: the database's row, with what it has not taken yet."""
+        if run_id in self._unsaved:
+            self.flush_unsaved()
         row = self.store.get(run_id)
         if row is None:
             raise RunNotFound(run_id)
-        return row
+        return self.current(row)
+
+    def current(self, row: RunRow) -> RunRow:
+        """`row` (read from the database) with the values it has not taken yet."""
+        pending = self._unsaved.get(row.id)
+        return dataclasses.replace(row, **pending) if pending else row
+
+    def runs(self, status: str | None, limit: int) -> list[RunRow]:
+        """Runs newest first (`RunStore.runs`), as they are."""
+        rows = [self.current(r) for r in self.store.runs(status, limit)]
+        return [r for r in rows if status is None or r.status == status]
+
+    # -- writes that must not be lost ---------------------------------------------------
+
+    def _save(self, run_id: str, **values: Any) -> None:
+        """Write a run's columns; kept in memory (and retried) if the database refuses."""
+        pending = self._unsaved.get(run_id)
+        if pending is not None:  # keep the order: what waits goes first
+            pending.update(values)
+            self.flush_unsaved()
+            return
+        try:
+            self.store.update(run_id, **values)
+        except StoreUnavailable as exc:
+            log.warning(
+                "run %s: %s; kept in memory, retried every %g s", run_id, exc, RETRY_UNSAVED
+            )
+            self._unsaved[run_id] = dict(values)
+            self._retry_later()
+
+    def flush_unsaved(self) -> None:
+        """Write what the database refused before, as far as it takes it now."""
+        for run_id, values in list(self._unsaved.items()):
+            try:
+                self.store.update(run_id, **values)
+            except StoreUnavailable:
+                return
+            self._unsaved.pop(run_id, None)
+            log.warning("run %s: the state database took its status again", run_id)
+
+    def _retry_later(self) -> None:
+        if self._retrying is not None and not self._retrying.done():
+            return
+        with contextlib.suppress(RuntimeError):  # no running loop: the next read retries
+            self._retrying = asyncio.get_running_loop().create_task(self._retry_unsaved())
+
+    async def _retry_unsaved(self) -> None:
+        while self._unsaved:
+            await asyncio.sleep(RETRY_UNSAVED)
+            self.flush_unsaved()
+            self._pump()
+
+    def _save_progress(self, run_id: str, progress: Progress) -> None:
+        """The observer's write: one refused is skipped (the live progress is in memory,
+        the final status write stores it), never the run's end."""
+        try:
+            self.store.update(run_id, progress=progress.to_dict())
+        except StoreUnavailable as exc:
+            if run_id not in self._progress_failed:
+                self._progress_failed.add(run_id)
+                log.warning("run %s: progress not saved: %s (the run goes on)", run_id, exc)
 
     def live(self, run_id: str) -> Progress | None:
         """The observer of a run in progress (None when it is not running here)."""
@@ -247,13 +340,27 @@ class RunManager:
         if self._closing:
             return
         while len(self._tasks) < self.settings.max_runs:
-            waiting = [r for r in self.store.oldest(QUEUED) if r.id not in self._tasks]
+            try:
+                queued = self.store.oldest(QUEUED)
+            except StoreUnavailable as exc:
+                log.warning("no run started: %s", exc)
+                self._retry_later()
+                return
+            waiting = [r for r in queued if r.id not in self._tasks and r.id not in self._unsaved]
             if not waiting:
                 return
             row = waiting[0]
-            self.store.update(
-                row.id, status=RUNNING, started=row.started or now_iso(), attempts=row.attempts + 1
-            )
+            try:
+                self.store.update(
+                    row.id,
+                    status=RUNNING,
+                    started=row.started or now_iso(),
+                    attempts=row.attempts + 1,
+                )
+            except StoreUnavailable as exc:  # it stays queued; started on a later pump
+                log.warning("run %s not started: %s", row.id, exc)
+                self._retry_later()
+                return
             self._tasks[row.id] = asyncio.get_running_loop().create_task(
                 self._execute(row), name=f"tau-run-{row.id}"
             )
@@ -284,26 +391,23 @@ class RunManager:
         run_id = row.id
         secrets = secret_values(row.config)
         progress = Progress(
-            int(row.config.get("num_trials") or 1),
-            lambda p: self.store.update(run_id, progress=p.to_dict()),
+            int(row.config.get("num_trials") or 1), lambda p: self._save_progress(run_id, p)
         )
         self._progress[run_id] = progress
         runner: Runner | None = None
         try:
             config = self._config(row)
             plan = await asyncio.to_thread(prepare_run, config)
-            self.store.update(run_id, log_path=str(plan.log_path))
+            self._save(run_id, log_path=str(plan.log_path))
             runner = Runner(plan, progress)
             outcome = await runner.run()
         except asyncio.CancelledError:
             partial = runner.outcome.summary if runner and runner.outcome else None
             if run_id in self._cancel_asked or not self._closing:
                 note = self._cancel_asked.get(run_id, "cancelled")
-                self.store.update(
-                    run_id, status=CANCELLED, finished=now_iso(), summary=partial, note=note
-                )
+                self._save(run_id, status=CANCELLED, finished=now_iso(), summary=partial, note=note)
             else:
-                self.store.update(
+                self._save(
                     run_id,
                     status=QUEUED,
                     summary=partial,
@@ -311,15 +415,16 @@ class RunManager:
                 )
             raise
         except Exception as exc:
-            message = scrub(_error_text(exc), secrets)
+            message = scrub(_error_text(exc, self.settings.run_dir(run_id)), secrets)
             if _configuration_problem(exc):  # its message says it all
                 log.warning("run %s failed: %s", run_id, message)
-            else:  # a fault: the operator gets where it happened
+            else:  # a fault: the operator gets where it happened (indented: no line of it
+                # can pass for one of the server's own)
                 detail = scrub("".join(traceback.format_exception(exc)), secrets)
-                log.warning("run %s failed: %s\n%s", run_id, message, detail)
-            self.store.update(run_id, status=FAILED, finished=now_iso(), error=message)
+                log.warning("run %s failed: %s\n    %s", run_id, message, _indented(detail))
+            self._save(run_id, status=FAILED, finished=now_iso(), error=message)
         else:
-            self.store.update(
+            self._save(
                 run_id,
                 status=COMPLETED,
                 finished=now_iso(),
@@ -331,7 +436,12 @@ class RunManager:
             self._tasks.pop(run_id, None)
             self._progress.pop(run_id, None)
             self._cancel_asked.pop(run_id, None)
-            if self.get(run_id).terminal:
+            self._progress_failed.discard(run_id)
+            try:
+                ended = self.get(run_id).terminal
+            except StoreUnavailable:
+                ended = self._unsaved.get(run_id, {}).get("status") in TERMINAL
+            if ended:
                 self._signal(run_id)
             self._pump()
 
@@ -344,8 +454,21 @@ def _configuration_problem(exc: BaseException) -> bool:
     return isinstance(exc, RunConfigError)
 
 
-def _error_text(exc: BaseException) -> str:
-    """A configuration problem reads as its message; anything else names its type."""
-    if _configuration_problem(exc) or isinstance(exc, ValueError):
-        return str(exc)
-    return f"{type(exc).__name__}: {exc}"
+def _error_text(exc: BaseException, run_dir: Path) -> str:
+    """One line: a configuration problem reads as its message, anything else names its
+    type; lines joined with `; `, control characters escaped, the run's folder (a server
+    path) not shown, nor the flags of `tau run` a client cannot set."""
+    text = str(exc)
+    if not (_configuration_problem(exc) or isinstance(exc, ValueError)):
+        text = f"{type(exc).__name__}: {text}"
+    for path in (str(run_dir), str(run_dir.parent)):
+        text = text.replace(path, "the run's folder")
+    text = text.replace(" (check --log-dir)", "").replace("--skip-preflight", "skip_preflight")
+    lines = [line.strip() for line in text.splitlines() if line.strip()]
+    return printable("; ".join(lines).replace(":;", ":"))
+
+
+def _indented(text: str) -> str:
+    """A multi-line text (a traceback) for the log: control characters escaped, every
+    line after the first indented."""
+    return printable(text.rstrip("\n")).replace("\n", "\n    ")

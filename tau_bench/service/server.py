@@ -8,6 +8,9 @@ Two things plain `uvicorn.run` gets wrong for this service:
 * on SIGTERM it waits for open requests, then cancels them (a 500), and only then tells
   the app it is stopping. `ServiceServer` tells the run manager first, so a long poll
   answers with the run as it is and `GET /scores` with its documented 503.
+
+Every connection is bounded (`ServiceSettings.connections`, `tau_bench.guarded_h11`): how many are
+open, how long a request may take to arrive, how long an idle one is kept.
 """
 
 from __future__ import annotations
@@ -18,11 +21,13 @@ from typing import Any
 
 import uvicorn
 
+from tau_bench.guarded_h11 import fit_to_descriptors, protocol_for, quiet_accept_errors
+from tau_bench.server_limits import ServerLimits
 from tau_bench.service.manager import RunManager
 
 __all__ = ["ServiceServer", "bind", "serve"]
 
-BACKLOG = 2048  # uvicorn's default
+BACKLOG = ServerLimits().backlog  # uvicorn listens again with the configured one
 
 
 def bind(host: str, port: int) -> socket.socket:
@@ -49,6 +54,9 @@ class ServiceServer(uvicorn.Server):
         self.manager = manager
 
     async def startup(self, sockets: list[socket.socket] | None = None) -> None:
+        import asyncio
+
+        quiet_accept_errors(asyncio.get_running_loop())
         await super().startup(sockets=sockets)
         if self.started and sockets:
             host, port = sockets[0].getsockname()[:2]
@@ -63,9 +71,20 @@ class ServiceServer(uvicorn.Server):
 
 
 def server_for(app: Any, log_level: str = "info", graceful: float = 5.0) -> ServiceServer:
-    """The server of an app made by `create_app` (its run manager is `app.state.manager`)."""
+    """The server of an app made by `create_app` (its run manager is `app.state.manager`,
+    its bounds `app.state.settings.connections`)."""
+    limits, note = fit_to_descriptors(app.state.settings.connections)
+    if note is not None:
+        logging.getLogger("tau_bench.service").warning("%s", note)
     config = uvicorn.Config(
-        app, log_level=log_level, lifespan="on", timeout_graceful_shutdown=int(graceful)
+        app,
+        http=protocol_for(limits),
+        log_level=log_level,
+        lifespan="on",
+        timeout_graceful_shutdown=int(graceful),
+        timeout_keep_alive=limits.keep_alive,
+        h11_max_incomplete_event_size=limits.max_head_bytes,
+        backlog=limits.backlog,
     )
     return ServiceServer(config, app.state.manager)
 

@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from tau_bench.config.ray_address import check_ray_address
+from tau_bench.server_limits import ServerLimits
 
 TOKEN_ENV = "TAU_SERVE_TOKEN"
 STATE_DIR_ENV = "TAU_SERVE_STATE_DIR"
@@ -76,6 +77,10 @@ class ServiceSettings:
     # Agents with options, registered by the operator; requests name them (`agent_config`).
     agent_configs: dict[str, dict[str, Any]] = field(default_factory=dict)
     limits: ServiceLimits = field(default_factory=ServiceLimits)
+    # Connection-level bounds (`--max-connections`, `--request-timeout`): `connections`.
+    connections: ServerLimits = field(default_factory=ServerLimits)
+    # `GET /runs/{id}/report` renders at once at most; beyond, a 503 with Retry-After.
+    max_report_renders: int = 1
     # Where the server's runs execute (`tau serve --backend ray`, docs/scale.md): the
     # operator's choice, never a request's (`guard` refuses these fields).
     backend: str = "local"
@@ -85,6 +90,13 @@ class ServiceSettings:
     def __post_init__(self) -> None:
         if self.token is not None and not self.token.strip():
             raise ValueError("the API token is empty")
+        if self.token is not None and not all("!" <= ch <= "~" for ch in self.token.strip()):
+            raise ValueError(
+                "the API token must be printable ASCII without spaces (clients send it in "
+                "an HTTP header)"
+            )
+        if not 1 <= self.max_report_renders <= 64:
+            raise ValueError("max_report_renders must be 1-64")
         if not 1 <= self.max_runs <= min(MAX_RUNS_AT_ONCE, self.limits.max_unfinished_runs):
             raise ValueError(
                 f"max_runs must be 1-{MAX_RUNS_AT_ONCE} and at most max_unfinished_runs "
@@ -129,10 +141,25 @@ class ServiceSettings:
         return self.runs_dir / run_id
 
     def prepare(self) -> None:
-        """Create the state directory, private to this user (it holds run configs)."""
-        self.state_dir.mkdir(parents=True, exist_ok=True)
-        self.runs_dir.mkdir(exist_ok=True)
-        try:
-            self.state_dir.chmod(0o700)
-        except OSError:
-            pass  # a mounted volume may refuse; the database file is still made private
+        """Create the state directory, private to this user (it holds run configs).
+
+        Only a directory the server creates is made private: an existing one keeps its
+        mode (`--state-dir /tmp` must not chmod /tmp). One other users may write to is
+        refused (they could replace the database or the results)."""
+        import stat
+
+        if self.state_dir.exists():
+            mode = self.state_dir.stat().st_mode
+            if stat.S_ISDIR(mode) and mode & stat.S_IWOTH:
+                raise PermissionError(
+                    "it is writable by every user: use a directory of its own (one that "
+                    "does not exist yet is created private)"
+                )
+        else:
+            self.state_dir.mkdir(parents=True, mode=0o700)
+            try:
+                self.state_dir.chmod(0o700)  # whatever the umask left
+            except OSError:
+                pass  # a mounted volume may refuse; the database file is still made private
+        if not self.runs_dir.exists():
+            self.runs_dir.mkdir(mode=0o700)

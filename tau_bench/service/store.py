@@ -12,6 +12,8 @@ from __future__ import annotations
 import json
 import sqlite3
 import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -49,6 +51,20 @@ CREATE INDEX IF NOT EXISTS runs_status ON runs (status, seq);
 
 class StoreError(RuntimeError):
     """The state database cannot be used (wrong schema, unreadable file)."""
+
+
+class StoreUnavailable(StoreError):
+    """A read or write of the state database failed while serving (a full disk, an I/O
+    error, a locked file): the server answers 503 and keeps running. The message names
+    no server path."""
+
+
+@contextmanager
+def _storage(action: str) -> Iterator[None]:
+    try:
+        yield
+    except sqlite3.Error as exc:
+        raise StoreUnavailable(f"the server's state database cannot be {action}: {exc}") from None
 
 
 @dataclass
@@ -145,7 +161,7 @@ class RunStore:
             self._db.close()
 
     def insert(self, row: RunRow) -> None:
-        with self._lock:
+        with self._lock, _storage("written"):
             self._db.execute(
                 f"INSERT INTO runs ({_COLUMNS}) VALUES ({', '.join('?' * 14)})",
                 (
@@ -176,11 +192,11 @@ class RunStore:
             for k, v in values.items()
         ]
         assignments = ", ".join(f"{k} = ?" for k in values)
-        with self._lock:
+        with self._lock, _storage("written"):
             self._db.execute(f"UPDATE runs SET {assignments} WHERE id = ?", [*params, run_id])
 
     def get(self, run_id: str) -> RunRow | None:
-        with self._lock:
+        with self._lock, _storage("read"):
             found = self._db.execute(
                 f"SELECT {_COLUMNS} FROM runs WHERE id = ?", (run_id,)
             ).fetchone()
@@ -197,13 +213,13 @@ class RunStore:
         if limit is not None:
             query += " LIMIT ?"
             params.append(limit)
-        with self._lock:
+        with self._lock, _storage("read"):
             rows = self._db.execute(query, params).fetchall()
         return [_row(r) for r in rows]
 
     def count_unfinished(self) -> int:
         """Runs queued or running."""
-        with self._lock:
+        with self._lock, _storage("read"):
             (count,) = self._db.execute(
                 "SELECT COUNT(*) FROM runs WHERE status IN (?, ?)", (QUEUED, RUNNING)
             ).fetchone()
@@ -211,7 +227,7 @@ class RunStore:
 
     def oldest(self, status: str) -> list[RunRow]:
         """Runs of `status` in submission order (the queue)."""
-        with self._lock:
+        with self._lock, _storage("read"):
             rows = self._db.execute(
                 f"SELECT {_COLUMNS} FROM runs WHERE status = ? ORDER BY seq", (status,)
             ).fetchall()

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import json
 import math
+import re
 from collections.abc import Mapping
 from typing import Any
 
@@ -32,14 +33,25 @@ MODEL_STRATEGIES = frozenset({"tool-calling", "act", "react", "few-shot"})
 INTERACTIVE_USERS = frozenset({"human"})
 
 
+_SERVER_FLAGS = re.compile(r"(?:inside |in )?--log-dir(?: [^\s:]+)?")
+
+
+def client_words(message: str) -> str:
+    """A runner's message as a client of the server reads it: no `--log-dir` (the
+    server's, not a setting of the request) nor the folder it names."""
+    return _SERVER_FLAGS.sub("in the run's folder", message)
+
+
 class SubmissionError(ValueError):
     """A request the server refuses; `field` is the setting at fault (or `body`)."""
 
-    def __init__(self, field: str, message: str, status: int = 422) -> None:
+    def __init__(self, field: str, message: str, status: int = 422, *, close: bool = False) -> None:
+        message = client_words(message)
         super().__init__(message)
         self.field = field
         self.message = message
         self.status = status
+        self.close = close  # hang up after the answer (the rest of a body may be coming)
 
     def to_dict(self) -> dict[str, Any]:
         return {"detail": f"{self.field}: {self.message}", "field": self.field}
@@ -79,6 +91,33 @@ def finite_numbers(data: Mapping[str, Any]) -> None:
                 stack.extend(item)
 
 
+# Control characters (NUL, CR/LF, ESC...), Unicode line breaks and bidi overrides: no run
+# setting needs one, and one in a model name would reach the server's log and errors.
+_CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f\u2028\u2029\u202a-\u202e\u2066-\u2069]")
+
+
+def no_control_characters(data: Mapping[str, Any]) -> None:
+    """Refuse a control character in any text of a request (values and keys, at any
+    depth), naming the top-level setting that holds it."""
+    for key, value in data.items():
+        stack: list[Any] = [str(key), value]
+        while stack:
+            item = stack.pop()
+            if isinstance(item, str):
+                found = _CONTROL.search(item)
+                if found is not None:
+                    char = f"U+{ord(found.group()):04X}"
+                    raise SubmissionError(
+                        normalize_key(_CONTROL.sub("?", str(key))),
+                        f"contains a control character ({char}); settings are one line of text",
+                    )
+            elif isinstance(item, dict):
+                stack.extend(item.keys())
+                stack.extend(item.values())
+            elif isinstance(item, list):
+                stack.extend(item)
+
+
 def _field_of(message: str) -> str:
     """The RunConfig field a runner/config error message is about (`body` if unclear)."""
     head = message.split(":", 1)[0].strip()
@@ -94,6 +133,7 @@ def _field_of(message: str) -> str:
         ("tasks file", "tasks_file"),
         ("has no tasks", "task_split"),
         ("no tasks selected", "task_ids"),
+        ("run's name", "run_name"),
     ):
         if needle in lowered:
             return name
@@ -104,6 +144,7 @@ def config_from_request(data: Mapping[str, Any]) -> RunConfig:
     """Validate settings into a RunConfig (client requests and the server's `GET /scores`
     defaults alike: neither may name the server-owned paths)."""
     finite_numbers(data)
+    no_control_characters(data)
     for key in data:
         name = normalize_key(str(key))
         if name in SERVER_FIELDS:
@@ -149,12 +190,21 @@ def check_strategies(config: RunConfig) -> None:
         raise SubmissionError("user_strategy", str(exc)) from None
 
 
+PROBE_RUN_NAME = "0" * 32
+"""The name a run's files get when the request names none: its run id (32 hex digits)."""
+
+
 def check_runnable(
-    config: RunConfig, data_dir: str | None, max_episodes: int | None = None
+    config: RunConfig,
+    data_dir: str | None,
+    max_episodes: int | None = None,
+    log_dir: str | None = None,
 ) -> None:
     """What needs the data and the plugins: strategies exist, domain, split and task ids
-    are valid, and the selected tasks × trials are at most `max_episodes`. Blocking
-    (reads the data on first use): call it in a worker thread."""
+    are valid, and the selected tasks × trials are at most `max_episodes`. The run's files
+    are checked as the server will write them: in `log_dir` (a folder like the run's), named
+    after the run id unless the request names the run. Blocking (reads the data on first
+    use): call it in a worker thread."""
     from tau_bench.data.paths import DataDirError
     from tau_bench.runner import prepare_run
     from tau_bench.suites import UnknownDomainError, UnknownSplitError
@@ -162,7 +212,15 @@ def check_runnable(
 
     check_strategies(config)
     # One trial: the plan lists tasks × trials, and only the task count is needed here.
-    probe = config.model_copy(update={"data_dir": data_dir, "resume": None, "num_trials": 1})
+    probe = config.model_copy(
+        update={
+            "data_dir": data_dir,
+            "resume": None,
+            "num_trials": 1,
+            "run_name": config.run_name or PROBE_RUN_NAME,
+            **({"log_dir": log_dir} if log_dir is not None else {}),
+        }
+    )
     try:
         plan = prepare_run(probe)
     except UnknownDomainError as exc:

@@ -123,7 +123,7 @@ def test_adapter_flags_are_the_adapters_own_in_both_spellings(parse):
     assert a.agent_options == {
         "agent_id": "ag",
         "project_id": "pr",
-        "gcp_sa_file": "sa.json",
+        "gcp_sa_file": os.path.abspath("sa.json"),  # a file's path is recorded absolute
         "session_params": ["a={user_id}", "b=x"],
         "session_ttl": "600",
     }
@@ -132,6 +132,19 @@ def test_adapter_flags_are_the_adapters_own_in_both_spellings(parse):
         cfg, result = parse("--agent-strategy", strategy, "--http-config", "bot.yaml")
         assert cfg is None and result.exit_code == 2
         assert "No such option: --http-config" in result.output
+
+
+def test_a_switch_is_turned_off_by_its_no_spelling(parse):
+    """`--streaming` could be turned on only: `--streaming false` took `false` as a task id."""
+    base = ["--agent-strategy", "a2a", "--a2a-url", "http://127.0.0.1:9", "--task-ids", "1"]
+    for off in ("--no-streaming", "--no_streaming", "--streaming=false"):
+        cfg, result = parse(*base, off)
+        assert result.exit_code == 0, result.output
+        assert cfg is not None and cfg.agent_options["streaming"] in (False, "false")
+    cfg, result = parse(*base, "--streaming")
+    assert cfg is not None and cfg.agent_options["streaming"] is True
+    cfg, result = parse(*base, "--no-a2a-url")  # only a switch has a --no- spelling
+    assert cfg is None and "No such option: --no-a2a-url" in result.output
 
 
 def test_task_ids_take_several_values(parse):

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from tau_adapters.jsonsafe import MAX_VALUES
-from tau_bench.config import RunConfigError
+from tau_bench.config import RunConfigError, build_config
 from tau_bench.config.layers import config_from_mapping, read_yaml_mapping
 from tests.conftest import DATA_DIR
 
@@ -100,3 +100,30 @@ def test_whole_provider_limits_in_any_spelling() -> None:
         "anthropic": 6,
         "gemini": 7,
     }
+
+
+def test_the_files_a_run_names_are_absolute_and_a_recorded_spelling_is_kept(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from tau_bench.config import absolute_paths
+
+    monkeypatch.chdir(tmp_path)
+    config = build_config(
+        {
+            "env": "airline",
+            "agent_strategy": "http",
+            "agent_options": {"http_config": "./bot.yaml"},
+            "data_dir": "data",
+            "few_shot_displays_path": "shots.jsonl",
+        }
+    )
+    fresh = absolute_paths(config, {})
+    assert fresh.agent_options["http_config"] == str(tmp_path / "bot.yaml")
+    assert fresh.data_dir == str(tmp_path / "data")
+    assert fresh.few_shot_displays_path == str(tmp_path / "shots.jsonl")
+    # A log from before kept `bot.yaml` as typed: the same file keeps that spelling (and
+    # so the log's fingerprint); another file is absolute, and a difference.
+    old = {"agent_options": {"http_config": "bot.yaml"}, "few_shot_displays_path": "x.jsonl"}
+    resumed = absolute_paths(config, old)
+    assert resumed.agent_options["http_config"] == "bot.yaml"
+    assert resumed.few_shot_displays_path == str(tmp_path / "shots.jsonl")

@@ -16,7 +16,12 @@ import pytest
 
 from tau_bench.config import RunConfigError, build_config, eval_config_from_mapping
 from tau_bench.config.eval_config import MAX_USER_MODELS
-from tau_bench.config.run_config import MAX_CONCURRENCY, MAX_TRIALS, MAX_WORKERS
+from tau_bench.config.run_config import (
+    MAX_CONCURRENCY,
+    MAX_PLATFORM_PRICE,
+    MAX_TRIALS,
+    MAX_WORKERS,
+)
 from tau_bench.user_values import MAX_TIMEOUT, MAX_URL_LENGTH, check_endpoint_url
 from tests.conftest import DATA_DIR
 
@@ -94,6 +99,9 @@ def test_tau_run_refuses_a_bad_api_base_before_any_model_call() -> None:
         ("max_concurrency", 10_000_000_000),
         ("episode_timeout", MAX_TIMEOUT * 2),
         ("turn_timeout", 1e300),
+        # 1e308 USD a request made a run's cost infinite, and its log unreadable
+        ("platform_price_per_request", 1e308),
+        ("platform_price_per_request", MAX_PLATFORM_PRICE * 2),
     ],
 )
 def test_the_numbers_a_run_asks_for_are_bounded(setting: str, value: float) -> None:
@@ -102,6 +110,12 @@ def test_the_numbers_a_run_asks_for_are_bounded(setting: str, value: float) -> N
     build_config(
         {"env": "airline", setting: type(value)(value // 2 if setting == "workers" else 1)}
     )
+
+
+@pytest.mark.parametrize("price", [float("inf"), float("nan"), -1.0])
+def test_a_platform_price_is_a_finite_amount(price: float) -> None:
+    with pytest.raises(RunConfigError, match=r"^platform_price_per_request: "):
+        build_config({"env": "airline", "platform_price_per_request": price})
 
 
 def test_an_eval_is_bounded_in_its_runs_and_samples() -> None:

@@ -11,7 +11,7 @@ from typer.testing import CliRunner
 from tau_bench.cli.app import app
 from tau_bench.data import pinned as pinned_module
 from tau_bench.data.paths import missing_files
-from tests.conftest import DATA_DIR
+from tests.conftest import DATA_DIR, TAU3_DATA_DIR
 
 runner = CliRunner()
 
@@ -78,6 +78,36 @@ def test_verify_reports_mismatch_and_missing(tmp_path, real_table):
     assert "2 of" in result.stderr
     assert "retail/policy.md (mismatch)" in result.stderr
     assert "airline/few_shot.jsonl (missing)" in result.stderr
+
+
+def test_tau3_data_is_found_and_verified_with_suite_tau3(tmp_path, monkeypatch):
+    """`tau data verify --suite tau3` was "No such option": τ³ data could not be checked."""
+    from tau_bench.data.tau3_pull import load_manifest
+
+    monkeypatch.setenv("TAU3_BENCH_DATA", str(TAU3_DATA_DIR))
+    result = runner.invoke(app, ["data", "path", "--suite", "tau3"])
+    assert result.exit_code == 0, result.output
+    assert result.stdout.strip() == str(TAU3_DATA_DIR)
+
+    manifest = load_manifest()
+    copy = tmp_path / "tau3"
+    for entry in manifest.files:
+        (copy / entry["path"]).parent.mkdir(parents=True, exist_ok=True)
+        shutil.copyfile(TAU3_DATA_DIR / entry["path"], copy / entry["path"])
+    (copy / manifest.files[0]["path"]).write_text("changed\n")
+    result = runner.invoke(app, ["data", "verify", "--suite", "tau3", "--data-dir", str(copy)])
+    assert result.exit_code == 2
+    every = len(manifest.files) + len(manifest.prompts) + len(manifest.derived)
+    assert f"of {every} files do not match the pinned sha256" in result.stderr
+    assert f"{manifest.files[0]['path']} (mismatch)" in result.stderr
+    for entry in manifest.files[1:]:
+        assert entry["path"] in result.stdout
+
+
+def test_an_unknown_suite_is_one_line():
+    result = runner.invoke(app, ["data", "verify", "--suite", "tau4"])
+    assert result.exit_code == 2
+    assert result.stderr.strip() == "error: unknown suite 'tau4' (available: tau-bench, tau3)"
 
 
 @pytest.fixture

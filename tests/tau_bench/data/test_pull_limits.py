@@ -291,3 +291,27 @@ def test_no_wait_lasts_past_the_deadline(
         assert not worker.is_alive(), "the download waited past its deadline"
     (error,) = outcome
     assert isinstance(error, PullError) and "did not arrive within 900 s" in str(error)
+
+
+@pytest.mark.parametrize(
+    ("repo", "variable"),
+    [
+        ("sierra-research/tau-bench", "TAU_BENCH_DATA"),
+        ("sierra-research/tau2-bench", "TAU3_BENCH_DATA"),
+    ],
+)
+def test_the_offline_hint_names_the_suite_s_own_variable(repo: str, variable: str) -> None:
+    """`tau data pull --suite tau3` offline said to set TAU_BENCH_DATA, v1's variable."""
+    import respx
+
+    from tau_bench.data.download import raw_url
+
+    url = raw_url("data/x.json", "0" * 40, repo)
+    with respx.mock() as router, httpx.Client() as client:
+        router.get(url).respond(404)
+        with pytest.raises(PullError) as failed:
+            download(client, url, Source("data/x.json"), Progress(False, 0, ""))
+    assert str(failed.value).endswith(
+        f"set {variable} (or --data-dir) to a "
+        + ("τ³ data directory" if "tau2" in repo else "τ-bench data directory")
+    )

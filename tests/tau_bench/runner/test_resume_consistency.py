@@ -101,9 +101,15 @@ def user_model() -> Iterator[OpenAIServer]:
         yield server
 
 
-def tau(*args: str) -> subprocess.CompletedProcess[str]:
+def tau(*args: str, cwd: Path | None = None) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
-        [str(TAU), *args], env=ENV, capture_output=True, text=True, timeout=300, check=False
+        [str(TAU), *args],
+        env=ENV,
+        capture_output=True,
+        text=True,
+        timeout=300,
+        check=False,
+        cwd=cwd,
     )
 
 
@@ -193,6 +199,29 @@ def test_tau_run_resume_refuses_a_changed_agent_config_file(tmp_path: Path, bot:
     assert errors[0].startswith(f"error: cannot resume {log}: the agent's configuration differs")
     assert "name 'probe' -> 'totally-different-bot'" in errors[0]
     assert log.read_bytes() == before  # no episode ran, no resume line was appended
+
+
+def test_a_relative_config_path_is_recorded_absolute_and_resumes_from_anywhere(
+    tmp_path: Path, bot: Bot
+) -> None:
+    """Before, the log kept `bot.yaml` as typed: a resume from another folder could not
+    read it, and `--http-config ./bot.yaml` was refused as a configuration that differs."""
+    bot.down = True
+    (tmp_path / "bot.yaml").write_text(yaml.safe_dump(bot_config(bot.url, "probe")))
+    args = http_run(Path("out"), Path("bot.yaml"), "--user-strategy", "scripted")
+    assert tau(*args, cwd=tmp_path).returncode == 1  # both episodes errored
+    log = tmp_path / "out" / "s.jsonl"
+    header = json.loads(log.read_text().splitlines()[0])
+    assert header["config"]["agent_options"]["http_config"] == str(tmp_path / "bot.yaml")
+
+    bot.down = False
+    again = tau("run", "--resume", "out/s.jsonl", "--http-config", "./bot.yaml", cwd=tmp_path)
+    assert again.returncode == 0, again.stderr[-2000:]
+    (tmp_path / "elsewhere").mkdir()
+    elsewhere = tau("run", "--resume", "../out/s.jsonl", cwd=tmp_path / "elsewhere")
+    assert elsewhere.returncode == 0, elsewhere.stderr[-2000:]
+    summary = json.loads((tmp_path / "out" / "s.summary.json").read_text())
+    assert summary["episodes_scored"] == 2
 
 
 # -- the spend of attempts a resume replaced -------------------------------------------

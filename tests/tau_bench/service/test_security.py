@@ -277,7 +277,9 @@ async def test_the_episode_bound_holds_without_task_ids(served: httpx.AsyncClien
 
 async def test_a_huge_body_is_refused_unread(served: httpx.AsyncClient) -> None:
     response = await served.post(
-        "/runs", content=b'{"env": "' + b"x" * 2_000_000 + b'"}', headers=AUTH
+        "/runs",
+        content=b'{"env": "' + b"x" * 2_000_000 + b'"}',
+        headers={**AUTH, "content-type": "application/json"},
     )
     assert response.status_code == 413
 
