@@ -23,11 +23,18 @@ import time
 from typing import Any, ClassVar
 
 import h11
+import uvicorn
 from uvicorn.protocols.http.h11_impl import H11Protocol
 
 from tau_bench.server_limits import ServerLimits
 
-__all__ = ["GuardedH11Protocol", "fit_to_descriptors", "protocol_for", "quiet_accept_errors"]
+__all__ = [
+    "GuardedH11Protocol",
+    "GuardedServer",
+    "fit_to_descriptors",
+    "protocol_for",
+    "quiet_accept_errors",
+]
 
 log = logging.getLogger("tau_bench.server")
 
@@ -164,3 +171,12 @@ def quiet_accept_errors(loop: asyncio.AbstractEventLoop) -> None:
             loop.default_exception_handler(context)
 
     loop.set_exception_handler(handler)
+
+
+class GuardedServer(uvicorn.Server):
+    """uvicorn's server with `quiet_accept_errors` on its loop (run it with a config whose
+    `http` is `protocol_for(...)`)."""
+
+    async def startup(self, sockets: list[Any] | None = None) -> None:
+        quiet_accept_errors(asyncio.get_running_loop())
+        await super().startup(sockets=sockets)

@@ -58,8 +58,8 @@ def serve(
     from tau_adapters.extras import require
 
     require("http")
-    import uvicorn
 
+    from tau_bench.guarded_h11 import GuardedServer
     from tau_bench.suites import load_domain
     from tau_bench.toolserver import SessionStore, create_app
     from tau_bench.toolserver.app import clean_token
@@ -95,7 +95,7 @@ def serve(
         file=sys.stderr,
         flush=True,
     )
-    uvicorn.Server(server_config(app_, limits=limits)).run(sockets=[sock])
+    GuardedServer(server_config(app_, limits=limits)).run(sockets=[sock])
 
 
 @app.command()

@@ -21,7 +21,7 @@ from typing import Any
 
 import uvicorn
 
-from tau_bench.guarded_h11 import fit_to_descriptors, protocol_for, quiet_accept_errors
+from tau_bench.guarded_h11 import GuardedServer, fit_to_descriptors, protocol_for
 from tau_bench.server_limits import ServerLimits
 from tau_bench.service.manager import RunManager
 
@@ -45,7 +45,7 @@ def bind(host: str, port: int) -> socket.socket:
     return sock
 
 
-class ServiceServer(uvicorn.Server):
+class ServiceServer(GuardedServer):
     """uvicorn, telling the run manager it stops before the grace period for open
     requests begins (not after it, when they have been cancelled)."""
 
@@ -54,9 +54,6 @@ class ServiceServer(uvicorn.Server):
         self.manager = manager
 
     async def startup(self, sockets: list[socket.socket] | None = None) -> None:
-        import asyncio
-
-        quiet_accept_errors(asyncio.get_running_loop())
         await super().startup(sockets=sockets)
         if self.started and sockets:
             host, port = sockets[0].getsockname()[:2]

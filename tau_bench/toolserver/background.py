@@ -10,6 +10,7 @@ serve`: bounded by `ServerLimits` (`tau_bench.guarded_h11`).
 from __future__ import annotations
 
 import asyncio
+import logging
 import socket
 import threading
 import time
@@ -17,7 +18,7 @@ from typing import Any
 
 import uvicorn
 
-from tau_bench.guarded_h11 import protocol_for
+from tau_bench.guarded_h11 import GuardedServer, fit_to_descriptors, protocol_for
 from tau_bench.server_limits import ServerLimits
 
 __all__ = ["BackgroundServer", "ServerLimits", "server_config"]
@@ -26,8 +27,11 @@ __all__ = ["BackgroundServer", "ServerLimits", "server_config"]
 def server_config(
     app: Any, *, limits: ServerLimits | None = None, log_level: str = "warning", **kwargs: Any
 ) -> uvicorn.Config:
-    """uvicorn's configuration for `app`, with the tool server's bounds."""
-    limits = limits or ServerLimits()
+    """uvicorn's configuration for `app`, with the tool server's bounds (the connection
+    cap lowered below the file-descriptor limit when it must be, with a warning)."""
+    limits, note = fit_to_descriptors(limits or ServerLimits())
+    if note is not None:
+        logging.getLogger("tau_bench.server").warning("%s", note)
     return uvicorn.Config(
         app,
         http=protocol_for(limits),
@@ -39,7 +43,7 @@ def server_config(
     )
 
 
-class _Server(uvicorn.Server):
+class _Server(GuardedServer):
     def __init__(self, config: uvicorn.Config) -> None:
         super().__init__(config)
         self.ready = threading.Event()
