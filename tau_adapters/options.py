@@ -144,6 +144,10 @@ def validate_options(name: str, model: type[BaseModel], options: Mapping[str, An
         if error.get("type") == "extra_forbidden":
             known = ", ".join(sorted(model.model_fields))
             raise AdapterConfigError(f"{name}: unknown option {where!r} (known: {known})") from None
+        if error.get("type") == "missing":
+            flags = [f.flags[0] for f in option_flags(model) if f.field == where]
+            how = f"pass {flags[0]}" if flags else "set it in agent_options"
+            raise AdapterConfigError(f"{name}: missing option {where}: {how}") from None
         raise AdapterConfigError(f"{name}: option {where}: {error.get('msg')}") from None
 
 

@@ -15,7 +15,9 @@ from tau_bench.cli.errors import UserError
 app = typer.Typer(help="A2A agents: serve the reference agent, check an agent's card.")
 
 
-def _brain_factory(brain: str, model: str | None) -> Any:
+def _brain_factory(brain: str, options: dict[str, Any]) -> Any:
+    """What answers each conversation: the oracle, or the agent strategy `brain` built
+    once with `options` (checked now: a bad value is one line before the agent listens)."""
     if brain == "oracle":
         from tau_bench.agents.oracle import OracleAgent
 
@@ -23,10 +25,29 @@ def _brain_factory(brain: str, model: str | None) -> Any:
     from tau_adapters.registry import UnknownAdapterError, build_provider
 
     try:
-        provider = build_provider(brain, {"model": model, "temperature": 0.0})
+        provider = build_provider(brain, {"temperature": 0.0, **options})
     except UnknownAdapterError as exc:
         raise UserError(str(exc)) from None
     return provider.new_adapter
+
+
+def _serve_hint(url: str, env: str | None, auth: str) -> list[str]:
+    """Commands that talk to the reference agent on `url`, working as pasted: the oracle
+    brain plays the task the first message's metadata names, so both name one."""
+    domain = env or "retail"
+    # τ³ scores NL assertions with a model judge: assumed met, the run stays offline.
+    judge = " --judge-model assume-met" if domain.startswith("tau3/") else ""
+    lines = [
+        f"tau a2a check --url {url} --probe --task-id 0 --env {domain}",
+        f"tau run --agent-strategy a2a --a2a-url {url} --a2a-metadata 'env={{env}}' "
+        "--a2a-metadata 'task_id={task_id}' --a2a-metadata 'task_split={task_split}' "
+        f"--env {domain} --user-strategy scripted --task-ids 0 1 2{judge}",
+    ]
+    if auth == "bearer":
+        lines.append("# with the --secret as --bearer-token (tau run: --a2a-token)")
+    elif auth != "none":
+        lines.append("# with the --secret as --api-key (tau run: --a2a-api-key)")
+    return lines
 
 
 @app.command("serve-agent")
@@ -40,6 +61,12 @@ def serve_agent(
         "oracle", help="oracle (replays the task's ground truth) or an agent strategy name."
     ),
     model: str = typer.Option(None, help="Model of an LLM brain (e.g. openai/gpt-4o)."),
+    brain_option: list[str] = typer.Option(
+        [],
+        "--brain-option",
+        help="LLM brain option KEY=VALUE (repeatable), e.g. api_base=http://127.0.0.1:8000/v1, "
+        "temperature=0.2, provider=openai.",
+    ),
     data_dir: str = typer.Option(None, help="τ-bench data directory."),
     auth: str = typer.Option("none", help="none, bearer or api-key: what the card requires."),
     secret: str = typer.Option(
@@ -76,7 +103,11 @@ def serve_agent(
         from tau_bench.suites import load_domain
 
         load_domain(env, data_dir)  # fail now, with one line, on a bad env or data dir
-    factory = _brain_factory(brain, model)
+    from tau_bench.cli.key_values import key_values
+
+    options: dict[str, Any] = {"model": model} if model else {}
+    options.update(key_values(brain_option, "--brain-option"))
+    factory = _brain_factory(brain, options)
     executor = ReferenceExecutor(factory, env=env, data_dir=data_dir, needs_task=brain == "oracle")
 
     def build(url: str) -> Any:
@@ -86,7 +117,9 @@ def serve_agent(
         return a2a_app(executor, card, auth=modes[auth], secret=secret)
 
     def ready(url: str) -> None:
-        print(f"A2A agent listening on {url}", flush=True)
+        print(f"A2A agent listening on {url}", flush=True)  # stdout: this one line
+        hint = "\n".join(f"  {line}" for line in _serve_hint(url, env, auth))
+        print(f"try:\n{hint}", file=sys.stderr, flush=True)
 
     try:
         serve_forever(build, host, port, ready)
@@ -112,6 +145,40 @@ def _card_lines(card: Any) -> list[str]:
     return lines
 
 
+# Stands in for a credential the options lack while the card is read: the adapter checks
+# the card's security requirements when it reads the card, but the card itself is public
+# (fetched without credentials), and no message is ever sent with a stand-in.
+_STAND_IN = "tau-a2a-check-reads-the-card-only"
+
+
+async def _read_card(provider: Any) -> tuple[Any, Any, str | None]:
+    """(card, the provider that read it, None) when `provider` can talk to the agent;
+    (card, a reader, why not) when the card is public but requires credentials the
+    options lack. Any other failure is `provider`'s own error."""
+    from adapters.a2a.adapter import A2AProvider
+    from adapters.a2a.client import check_auth
+    from tau_adapters.protocol import AdapterConfigError, AdapterError
+
+    try:
+        return await provider.connection.card(), provider, None
+    except AdapterConfigError as exc:
+        first = exc
+    real = provider.options
+    stand_ins = {k: _STAND_IN for k in ("bearer_token", "api_key") if getattr(real, k) is None}
+    reader = A2AProvider(real.model_copy(update=stand_ins))
+    try:
+        card = await reader.connection.card()
+    except AdapterError:
+        await reader.aclose()
+        raise first from None
+    try:
+        check_auth(card, real)
+    except AdapterConfigError as exc:
+        return card, reader, str(exc).removeprefix("a2a: ")
+    await reader.aclose()  # not a matter of credentials after all
+    raise first
+
+
 async def _check(
     options: dict[str, Any], probe: bool, env: str, task_id: str | None, text: str
 ) -> None:
@@ -127,11 +194,18 @@ async def _check(
         print(text if newlines else text.replace("\n", "\\n"))
 
     try:
-        card = await provider.connection.card()
-        for line in _card_lines(card):
-            show(line)
-        mode = await provider.tool_mode()
-        show(f"tool mode: {mode}")
+        card, reader, missing = await _read_card(provider)
+        try:
+            for line in _card_lines(card):
+                show(line)
+            show(f"tool mode: {await reader.tool_mode()}")
+        finally:
+            if reader is not provider:
+                await reader.aclose()
+        if missing and probe:
+            raise UserError(f"a2a: {provider.redactor.text(missing)}")
+        if missing:  # the card is public; messages (--probe, a run) need the credentials
+            show(f"credentials: missing; {missing}")
         if not probe:
             return
         from tau_bench.suites import load_domain

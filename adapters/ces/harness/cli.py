@@ -79,7 +79,12 @@ def emulate(
     brain_option: list[str] = typer.Option(
         [], "--brain-option", help="Brain option KEY=VALUE (repeatable), e.g. model=gpt-4o."
     ),
-    env: str = typer.Option("retail", "--env", help="Default domain: airline or retail."),
+    env: str = typer.Option(
+        "retail",
+        "--env",
+        help="Default domain: airline, retail or a τ³ one (tau3/airline, tau3/retail, "
+        "tau3/telecom, ...).",
+    ),
     auto_apps: bool = typer.Option(
         True, "--auto-apps/--empty", help="Apps exist on first use with the domain's tools."
     ),
@@ -98,13 +103,9 @@ def emulate(
         raise UserError(f"--port: {exc}") from None
     from tau_adapters.protocol import AdapterError
     from tau_adapters.registry import UnknownAdapterError
+    from tau_bench.cli.key_values import key_values
 
-    options: dict[str, Any] = {"env": env}
-    for item in brain_option:
-        key, sep, value = item.partition("=")
-        if not sep or not key.strip():
-            raise UserError(f"--brain-option expects KEY=VALUE, got {item!r}")
-        options[key.strip().replace("-", "_")] = value
+    options: dict[str, Any] = {"env": env, **key_values(brain_option, "--brain-option")}
     try:
         emulator = Emulator(
             brain=brain, brain_options=options, env=env, data_dir=data_dir, auto_apps=auto_apps

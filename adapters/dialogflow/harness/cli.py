@@ -48,16 +48,6 @@ _AGENT = "Agent"
 _CONN = "Connection"
 
 
-def _key_values(items: list[str], flag: str) -> dict[str, Any]:
-    out: dict[str, Any] = {}
-    for item in items:
-        key, sep, value = item.partition("=")
-        if not sep or not key.strip():
-            fail(f"{flag} expects KEY=VALUE, got {item!r}")
-        out[key.strip().replace("-", "_")] = value
-    return out
-
-
 def _connection_options(
     agent_id: str | None,
     project_id: str | None,
@@ -90,7 +80,12 @@ def emulate(
     brain_option: list[str] = typer.Option(
         [], "--brain-option", help="Extra brain option KEY=VALUE (repeatable)."
     ),
-    env: str = typer.Option("retail", "--env", help="Default domain: airline or retail."),
+    env: str = typer.Option(
+        "retail",
+        "--env",
+        help="Default domain: airline, retail or a τ³ one (tau3/airline, tau3/retail, "
+        "tau3/telecom, ...).",
+    ),
     preload_tools: bool = typer.Option(
         True, "--preload-tools/--no-preload-tools", help="Give new agents the domain's tools."
     ),
@@ -103,6 +98,7 @@ def emulate(
     from adapters.dialogflow.harness.emulator import Emulator, FaultSpecError
     from tau_adapters.protocol import AdapterError
     from tau_adapters.registry import UnknownAdapterError
+    from tau_bench.cli.key_values import key_values
 
     options: dict[str, Any] = {
         "model": model,
@@ -111,7 +107,7 @@ def emulate(
         "temperature": temperature,
         "env": env,
     }
-    options.update(_key_values(brain_option, "--brain-option"))
+    options.update(key_values(brain_option, "--brain-option"))
     if not 0 <= port <= 65535:
         fail(f"--port must be 0-65535 (0: any free port), got {port}")
     try:

@@ -66,6 +66,13 @@ def check(
         "Hello, I need help with my order.", "--message", help="What --probe says."
     ),
     env: str = typer.Option("retail", "--env", help="Domain whose tools --probe declares."),
+    task_id: str | None = typer.Option(
+        None,
+        "--task-id",
+        help="Task the probe's session names ({{ task_id }}: an index into the domain's "
+        "default split, e.g. 0; default null, no task). A bot that plays the task, like "
+        "serve-bot's oracle, needs it.",
+    ),
 ) -> None:
     """Validate a bot config (with the current environment) and summarise it; `--probe`
     sends one real message and shows how the reply was read."""
@@ -89,7 +96,7 @@ def check(
         from tau_adapters.protocol import AdapterError
 
         try:
-            lines = asyncio.run(probe_bot(loaded, message, env))
+            lines = asyncio.run(probe_bot(loaded, message, env, task_id=task_id))
         except AdapterError as exc:
             _fail(f"probe failed ({exc.kind}): {exc}")
         print("\n".join(lines))
@@ -105,6 +112,29 @@ def presets() -> None:
         print(f"{name:14} {first}")
 
 
+# What the hint sets BOT_TOKEN to when the bot takes no token: the generic-json preset
+# sends `Bearer ${BOT_TOKEN}`, and a config does not load with the variable unset. It is
+# masked in records like any value read from the environment, so it is a word no bot says.
+NO_TOKEN = "tau-no-token"
+
+
+def serve_bot_hint(url: str, *, token: bool) -> list[str]:
+    """Shell lines that point a config at the reference bot on `url`, check it and run it,
+    working when pasted as they are (with `token`, once BOT_TOKEN holds the bot's token:
+    the hint never shows it)."""
+    if token:
+        export = f"export BOT_URL={url}   # and BOT_TOKEN=<the bot's --token> (not shown)"
+    else:
+        export = f"export BOT_URL={url} BOT_TOKEN={NO_TOKEN}   # this bot takes no token"
+    return [
+        export,
+        "tau http init --preset generic-json -o bot.yaml",
+        "tau http check bot.yaml --probe --task-id 0",
+        "tau run --agent-strategy http --http-config bot.yaml --env retail "
+        "--user-strategy scripted --task-ids 0 1 2",
+    ]
+
+
 @app.command("serve-bot")
 def serve_bot(
     port: int = typer.Option(8765, "--port", min=0, max=65535, help="Port (0: any free port)."),
@@ -113,6 +143,12 @@ def serve_bot(
         "oracle", "--brain", help="Agent strategy answering (oracle, tool-calling, ...)."
     ),
     model: str | None = typer.Option(None, "--model", help="Model of an LLM brain."),
+    brain_option: list[str] = typer.Option(
+        [],
+        "--brain-option",
+        help="LLM brain option KEY=VALUE (repeatable), e.g. api_base=http://127.0.0.1:8000/v1, "
+        "temperature=0.2, provider=openai.",
+    ),
     token: str | None = typer.Option(
         None, "--token", envvar="BOT_TOKEN", help="Require this bearer token (env BOT_TOKEN)."
     ),
@@ -126,13 +162,14 @@ def serve_bot(
     from tau_adapters.extras import require
     from tau_adapters.protocol import AdapterError
     from tau_adapters.registry import UnknownAdapterError
-    from tau_bench.cli.errors import UserError
+    from tau_bench.cli.key_values import key_values
     from tau_bench.listen import http_url, listening_socket
 
     require("http")
     from adapters.http.harness.reference_bot import create_bot_app
 
-    options = {"model": model} if model else {}
+    options: dict[str, str] = {"model": model} if model else {}
+    options.update(key_values(brain_option, "--brain-option"))
     try:
         bot = create_bot_app(brain=brain, brain_options=options, data_dir=data_dir, token=token)
     except (UnknownAdapterError, AdapterError) as exc:
@@ -143,7 +180,8 @@ def serve_bot(
         raise UserError(f"cannot listen on {host}:{port}: {exc.strerror or exc}") from None
     url = http_url(host, sock)
     print(f"reference bot ({brain}) on {url}; try:", file=sys.stderr)
-    print(f"  BOT_URL={url} tau http init --preset generic-json -o bot.yaml", file=sys.stderr)
+    for line in serve_bot_hint(url, token=bool(token)):
+        print(f"  {line}", file=sys.stderr, flush=True)
     server = uvicorn.Server(uvicorn.Config(bot, log_level="warning"))
     try:
         asyncio.run(server.serve(sockets=[sock]))

@@ -23,9 +23,22 @@ def _tools(env: str) -> list[dict[str, object]]:
         return []
 
 
-async def probe_bot(loaded: LoadedConfig, message: str, env: str) -> list[str]:
-    """Start a session, send `message`, close; the lines describing the parsed turn.
-    Raises the adapter's error (`AdapterError`) when the bot or the mapping fails."""
+def _task_id(task_id: str | None) -> int | str | None:
+    """The probe's `{{ task_id }}`: a number, as in a run, when it is one (`"0"` -> 0);
+    null without one (no task: a made-up id would be refused by a bot that plays tasks)."""
+    if task_id is None:
+        return None
+    text = task_id.strip()
+    index = text.isascii() and text.isdigit() and len(text) <= 9
+    return int(text) if index else task_id
+
+
+async def probe_bot(
+    loaded: LoadedConfig, message: str, env: str, *, task_id: str | None = None
+) -> list[str]:
+    """Start a session (naming task `task_id` of `env`, or none), send `message`, close;
+    the lines describing the parsed turn. Raises the adapter's error (`AdapterError`)
+    when the bot or the mapping fails."""
     provider = HttpProvider(loaded)
     redact = provider.redactor.text
     session = SessionContext(
@@ -33,7 +46,7 @@ async def probe_bot(loaded: LoadedConfig, message: str, env: str) -> list[str]:
         domain=env,
         tools=_tools(env),
         policy="",
-        task_id="probe",
+        task_id=_task_id(task_id),
         user_id="probe_user",
     )
     adapter = provider.new_adapter()

@@ -4,7 +4,10 @@ Users rehearse the HTTP adapter end to end without a bot of their own (`tau http
 serve-bot`), and the README's offline demo uses it. Its "brain" is any registered agent
 strategy (oracle by default, which needs the task: the preset's session-start body sends
 `domain` - any `--env` name, τ³ ones included - and `task_id`; `task_split` defaults
-to the domain's: test for v1, base for τ³).
+to the domain's: test for v1, base for τ³). `task_id` is a task's index (a number or a
+string of digits); null, absent or "" is no task: an LLM brain talks without one, the
+oracle's session then answers every message 422 (it has nothing to replay). Any other
+task_id is a 422 at session start saying what is expected.
 
     POST   /sessions                     {domain, task_id, ...} -> {"session_id": ...}
     POST   /sessions/{id}/messages       {"text": ...}          -> reply
@@ -32,6 +35,7 @@ from tau_adapters.protocol import (
     ToolResults,
     UserTurn,
 )
+from tau_adapters.redaction import truncate
 from tau_adapters.registry import AgentProvider, build_provider
 
 
@@ -44,6 +48,26 @@ def _reply(turn: AgentTurn) -> dict[str, Any]:
         "end_conversation": turn.end_conversation,
         "handoff": turn.handoff,
     }
+
+
+def task_index(raw: Any, count: int, where: str) -> int | None:
+    """The session's `task_id`: an index into the `count` tasks of `where` (a number or a
+    string of digits), or None for no task (null, absent or ""). Anything else is a
+    ValueError saying what the bot expects, never Python's own `int()` message."""
+    if raw is None or raw == "":
+        return None
+    text = str(raw).strip() if isinstance(raw, int | str) and not isinstance(raw, bool) else ""
+    if not (text.isascii() and text.isdigit()):
+        scalar = isinstance(raw, int | float | str | bool)
+        shown = truncate(repr(raw), 80) if scalar else f"a JSON {type(raw).__name__}"
+        raise ValueError(
+            f"task_id must be the index of a task of {where} (0 to {count - 1}), "
+            f"or null for no task; got {shown}"
+        )
+    if len(text) > 9 or int(text) >= count:
+        shown = truncate(text, 20)
+        raise ValueError(f"task_id {shown} out of range for {where} (0 to {count - 1})")
+    return int(text)
 
 
 def create_bot_app(
@@ -83,11 +107,9 @@ def create_bot_app(
             domain = load_domain(str(body.get("domain") or "retail"), data_dir)
             split = str(body.get("task_split") or domain.default_split)
             tasks = domain.tasks(split)
-            task_id = int(body["task_id"]) if body.get("task_id") not in (None, "") else None
+            task_id = task_index(body.get("task_id"), len(tasks), f"{domain.name}/{split}")
         except (ValueError, KeyError) as exc:
             return _error(422, str(exc))
-        if task_id is not None and not 0 <= task_id < len(tasks):
-            return _error(422, f"task_id {task_id} out of range for {domain.name}/{split}")
         task = tasks[task_id] if task_id is not None else None
         session = (
             session_for(domain, task, task_id if task_id is not None else "", 0) if task else None
@@ -107,7 +129,10 @@ def create_bot_app(
                 return _error(422, str(exc))
             # No task (a pre-flight's session check): the bot is up, but a brain that
             # needs a task (the oracle) cannot talk in this session.
-            refused[bot_id] = str(exc)
+            refused[bot_id] = (
+                f"{exc} (the session start named no task_id; e.g. tau http check --probe "
+                "--task-id 0)"
+            )
         sessions[bot_id] = adapter
         locks[bot_id] = asyncio.Lock()
         return JSONResponse({"session_id": bot_id})
