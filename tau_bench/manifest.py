@@ -45,7 +45,9 @@ NO_MODEL_USERS = frozenset({"scripted", "human"})
 
 def _sha256(data: Any) -> str:
     text = json.dumps(data, sort_keys=True, separators=(",", ":"), ensure_ascii=False, default=str)
-    return hashlib.sha256(text.encode("utf-8")).hexdigest()
+    # surrogatepass: a lone surrogate (from a hostile or damaged file) hashes instead of
+    # raising; valid text encodes to the same bytes as plain UTF-8.
+    return hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()
 
 
 def task_digest(task: Mapping[str, Any]) -> str:

@@ -145,6 +145,13 @@ def _usage_total(records: Sequence[EpisodeRecord], side: str) -> dict[str, Any]:
     return total
 
 
+def _error_kind(record: EpisodeRecord) -> str:
+    """The error's `kind` as a summary key: a string (a results file from elsewhere may
+    hold anything there; `unknown` when it holds no string)."""
+    kind = (record.error or {}).get("kind", "unknown")
+    return kind if isinstance(kind, str) else "unknown"
+
+
 def summarize(
     records: Sequence[EpisodeRecord],
     num_trials: int,
@@ -177,7 +184,7 @@ def summarize(
         "episodes_scored": len(scored),
         "episodes_missing": (planned - len(records)) if planned is not None else 0,
         "errors": len(errored),
-        "error_kinds": dict(Counter((r.error or {}).get("kind", "unknown") for r in errored)),
+        "error_kinds": dict(Counter(_error_kind(r) for r in errored)),
         "error_classes": error_classes.counts(records),
         "scoring_convention": error_classes.EXCLUDED,
         "unavailable_as_failures": _as_failures(records, num_trials),

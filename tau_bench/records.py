@@ -160,6 +160,10 @@ def check_record_fields(data: Mapping[str, Any], max_trials: int | None = None) 
             _check_type(name, value, dict, "an object")
         elif name in _OPTIONAL_OBJECTS and value is not None:
             _check_type(name, value, dict, "an object or null")
+            if name == "error":
+                for key in ("kind", "source", "message", "class"):
+                    if value.get(key) is not None:
+                        _check_type(f"error.{key}", value[key], str, "a string or null")
     _check_task_id(data["task_id"])
     check_trial(data["trial"], max_trials)
     _check_reward(data["reward"])

@@ -45,7 +45,7 @@ def parse_task_id(value: Any) -> TaskId:
         text = value.strip()
         if _TOO_LONG.match(text):
             raise _too_long(text)
-        if text.lstrip("-").isdigit():
+        if text.lstrip("-").isascii() and text.lstrip("-").isdigit():  # not "²"
             return int(text)
         match = _NAMESPACED.match(text)
         if match:

@@ -34,6 +34,8 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 from tau_adapters.jsonsafe import printable
 from tau_adapters.redaction import environment_secrets, mask_encoded, redact_text
 from tau_bench.analysis.loading import Run
+from tau_bench.analysis.mt_bench import action_text
+from tau_bench.json_decode import loads
 from tau_bench.llm import LLMConfig, LLMError, complete
 from tau_bench.records import EpisodeRecord, is_success
 from tau_bench.task_ids import TaskId, sort_key
@@ -131,12 +133,7 @@ class EpisodeAnalysis:
 
 
 def _call_text(name: str, arguments: Any) -> str:
-    if isinstance(arguments, str):
-        try:
-            arguments = json.loads(arguments)
-        except json.JSONDecodeError:
-            return f"{name}({arguments})"
-    return f"{name}({json.dumps(arguments, ensure_ascii=False)})"
+    return action_text(name, arguments)  # bounded decoding, secrets masked
 
 
 def _content(value: Any) -> str:
@@ -220,7 +217,7 @@ def parse_reply(text: str) -> FaultAnalysis:
     if fenced:
         body = fenced.group(1)
     try:
-        data = json.loads(body)
+        data = loads(body)  # bounded: nesting, long integers
     except json.JSONDecodeError as exc:
         raise ValueError(f"not JSON ({exc.msg})") from None
     try:

@@ -13,6 +13,7 @@ model) of a rotation run a row of its own, on the tasks the runs share.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Iterable, Sequence
 from dataclasses import asdict, dataclass, field, replace
 from typing import Any
@@ -73,12 +74,24 @@ class RunRow:
         return f"{self.label} [{self.unreadable_lines} unreadable line(s) skipped]"
 
     @property
-    def cost_total(self) -> float:
-        return self.cost_agent + self.cost_user
+    def cost_total(self) -> float | None:
+        """Agent + user cost; None (unknown) when the sum is not a finite number (usage
+        costs near 1e308 add up to infinity: an overflow is no cost anyone paid)."""
+        total = self.cost_agent + self.cost_user
+        return total if math.isfinite(total) else None
 
     @property
     def cost_per_episode(self) -> float | None:
-        return self.cost_total / self.episodes if self.episodes else None
+        total = self.cost_total
+        return total / self.episodes if total is not None and self.episodes else None
+
+
+def _finite(costs: dict[str, Any]) -> dict[str, Any]:
+    """`tau_bench.cost.totals` with a sum that overflowed (not finite) as unknown (None),
+    as every other unknown cost is shown and written."""
+    return {
+        k: None if isinstance(v, float) and not math.isfinite(v) else v for k, v in costs.items()
+    }
 
 
 @dataclass
@@ -176,6 +189,8 @@ class Comparison:
         for row in self.rows:
             data = asdict(row)
             data["pass_hat_k"] = {str(k): v for k, v in row.pass_hat_k.items()}
+            for part in ("cost_agent", "cost_user"):  # unknown, as the total, not Infinity
+                data[part] = data[part] if math.isfinite(data[part]) else None
             data["cost_total"] = row.cost_total
             data["cost_per_episode"] = row.cost_per_episode
             rows.append(data)
@@ -266,7 +281,7 @@ def _row(index: int, run: Run, records: list[EpisodeRecord], max_k: int) -> RunR
         episode_p50=latency["episode"]["p50"],
         error_classes=summary["error_classes"],
         avg_reward_unavailable_failed=summary["unavailable_as_failures"]["avg_reward"],
-        costs=summary["costs"],
+        costs=_finite(summary["costs"]),
         unreadable_lines=run.bad_lines,
     )
 

@@ -11,32 +11,37 @@ from functools import cache
 from html import escape
 from typing import Any
 
+from tau_adapters.jsonsafe import MAX_DEPTH, depth_exceeds
 from tau_bench.analysis.reasons import failure_reason
 from tau_bench.analysis.reasons import outcome as outcome_of
+from tau_bench.analysis.shown import decode_arguments, masked, prompt_shown, shown
 from tau_bench.records import EpisodeRecord, is_success
 
 LONG_OBSERVATION = 1200
 
 
 def _json(value: Any) -> str:
-    """One line when short, indented when not (tool arguments are mostly short)."""
+    """One line when short, indented when not (tool arguments are mostly short); masked
+    and clipped (`shown`). A value nested deeper than `MAX_DEPTH` levels is named."""
+    if isinstance(value, dict | list) and depth_exceeds(value, MAX_DEPTH):
+        return f"<a value nested deeper than {MAX_DEPTH} levels>"
     flat = json.dumps(value, ensure_ascii=False, default=str)
     if len(flat) <= 100:
-        return flat
-    return json.dumps(value, indent=2, ensure_ascii=False, default=str)
+        return masked(flat)
+    return shown(json.dumps(value, indent=2, ensure_ascii=False, default=str))
 
 
 def _arguments(raw: Any) -> str:
-    """Tool-call arguments pretty-printed (they are a JSON string in OpenAI messages)."""
-    if isinstance(raw, str):
-        try:
-            return _json(json.loads(raw))
-        except json.JSONDecodeError:
-            return raw
-    return _json(raw)
+    """Tool-call arguments pretty-printed (they are a JSON string in OpenAI messages);
+    text that does not decode (or is nested too deep) is shown as it is, clipped."""
+    value, ok = decode_arguments(raw)
+    if ok:
+        return _json(value)
+    return shown(value) if isinstance(value, str) else _json(value)
 
 
-def _text(content: Any) -> str:
+def raw_text(content: Any) -> str:
+    """A message's content as text, as recorded."""
     if content is None:
         return ""
     if isinstance(content, str):
@@ -44,6 +49,11 @@ def _text(content: Any) -> str:
     if isinstance(content, list):  # content parts
         return "".join(str(p.get("text", "")) if isinstance(p, dict) else str(p) for p in content)
     return str(content)
+
+
+def _text(content: Any) -> str:
+    """A message's content as shown: masked and clipped (`tau_bench.analysis.shown`)."""
+    return shown(raw_text(content))
 
 
 def _pre(text: str, cls: str = "") -> str:
@@ -62,8 +72,8 @@ def _observation(text: str) -> str:
 
 def message_html(message: dict[str, Any], system_ref: str | None = None) -> str:
     role = str(message.get("role", ""))
-    content = _text(message.get("content"))
     if role == "system":
+        content = raw_text(message.get("content"))
         if system_ref:  # shown once at the top of its run, not in each of its episodes
             return (
                 f'<div class="msg system sysref">system prompt ({len(content)} chars): '
@@ -71,10 +81,11 @@ def message_html(message: dict[str, Any], system_ref: str | None = None) -> str:
             )
         return (
             f'<details class="msg system"><summary>system prompt ({len(content)} chars)'
-            f"</summary>{_pre(content)}</details>"
+            f"</summary>{_pre(prompt_shown(content))}</details>"
         )
+    content = _text(message.get("content"))
     if role == "tool":
-        name = escape(str(message.get("name", "tool")))
+        name = escape(shown(str(message.get("name", "tool")), 200))
         return (
             f'<div class="msg tool"><div class="who">tool ← <code>{name}</code></div>'
             f"{_observation(content)}</div>"
@@ -84,7 +95,7 @@ def message_html(message: dict[str, Any], system_ref: str | None = None) -> str:
         parts.append(f'<div class="text md">{markdown_html(content)}</div>')
     for call in message.get("tool_calls") or []:
         fn = call.get("function") or {}
-        name = escape(str(fn.get("name", call.get("name", "?"))))
+        name = escape(shown(str(fn.get("name", call.get("name", "?"))), 200))
         args = _arguments(fn.get("arguments", call.get("arguments", {})))
         parts.append(f'<div class="call"><span class="fn">→ {name}</span>{_pre(args)}</div>')
     who = {"user": "user", "assistant": "agent"}.get(role, role or "?")
@@ -113,9 +124,9 @@ def _markdown() -> Any:
 def _diff_table(diffs: list[dict[str, Any]]) -> str:
     rows = "".join(
         "<tr>"
-        f"<td>{escape(str(d.get('table', '')))}</td>"
-        f"<td>{escape(str(d.get('record', '')))}</td>"
-        f"<td>{escape(str(d.get('path') or '(whole record)'))}</td>"
+        f"<td>{escape(shown(str(d.get('table', '')), 200))}</td>"
+        f"<td>{escape(shown(str(d.get('record', '')), 200))}</td>"
+        f"<td>{escape(shown(str(d.get('path') or '(whole record)'), 200))}</td>"
         f"<td>{_pre(_json(d.get('agent')))}</td>"
         f"<td>{_pre(_json(d.get('expected')))}</td>"
         "</tr>"
@@ -133,8 +144,9 @@ def verdict_html(record: EpisodeRecord) -> str:
         err = record.error
         return (
             '<div class="verdict error"><b>error</b> '
-            f"({escape(str(err.get('source', '')))}, {escape(str(err.get('kind', '')))}): "
-            f"{escape(str(err.get('message', '')))}</div>"
+            f"({escape(shown(str(err.get('source', '')), 200))}, "
+            f"{escape(shown(str(err.get('kind', '')), 200))}): "
+            f"{escape(shown(str(err.get('message', ''))))}</div>"
         )
     info = record.reward_info or {}
     lines = [f"<b>reward {record.reward if record.reward is not None else '-'}</b>"]
@@ -144,7 +156,7 @@ def verdict_html(record: EpisodeRecord) -> str:
     outputs = info.get("outputs") or (info.get("info") or {}).get("outputs") or {}
     missing = [o for o, found in outputs.items() if not found]
     if missing:
-        lines.append("outputs not said: " + ", ".join(escape(str(o)) for o in missing))
+        lines.append("outputs not said: " + ", ".join(escape(shown(str(o), 200)) for o in missing))
     elif outputs:
         lines.append("all required outputs said")
     parts = [f'<div class="verdict {outcome_of(record)}">' + " · ".join(lines) + "</div>"]
@@ -154,8 +166,8 @@ def verdict_html(record: EpisodeRecord) -> str:
     actions = info.get("actions") or record.task.get("actions") or []
     if actions and not is_success(record.reward):
         calls = "".join(
-            f'<div class="call"><span class="fn">{escape(str(a.get("name", "?")))}</span>'
-            f"{_pre(_json(a.get('kwargs', {})))}</div>"
+            f'<div class="call"><span class="fn">{escape(shown(str(a.get("name", "?")), 200))}'
+            f"</span>{_pre(_arguments(a.get('kwargs', {})))}</div>"
             for a in actions
         )
         parts.append(
@@ -176,7 +188,7 @@ def episode_html(
         f"reward {record.reward if record.reward is not None else '-'}",
     ]
     if record.stop_reason:
-        bits.append(escape(record.stop_reason))
+        bits.append(escape(shown(record.stop_reason, 200)))
     if record.duration:
         bits.append(f"{record.duration:.1f}s")
     bits.append(f"${cost:.4f}")
@@ -187,12 +199,12 @@ def episode_html(
 
     refs = system_refs or {}
     messages = "".join(
-        message_html(m, refs.get(_text(m.get("content"))) if m.get("role") == "system" else None)
+        message_html(m, refs.get(raw_text(m.get("content"))) if m.get("role") == "system" else None)
         for m in record.messages
     )
     if not record.messages:
         messages = '<p class="muted">no trajectory recorded</p>'
-    warnings = "".join(f'<div class="warn">{escape(w)}</div>' for w in record.warnings)
+    warnings = "".join(f'<div class="warn">{escape(shown(w))}</div>' for w in record.warnings)
     return (
         f'<details class="episode" id="{anchor}" data-outcome="{outcome}" '
         f'data-trial="{record.trial}"><summary>{head}</summary>'

@@ -19,6 +19,9 @@ from tau_bench.analysis.variance import TrialsNeeded, rewards_by_task, trials_ne
 GATE_FAILED_EXIT = 1
 
 
+TWO_RUNS = "--gate compares exactly two runs: BASE NEW"
+
+
 class GateError(ValueError):
     """The gate cannot be evaluated as asked (the message says why)."""
 
@@ -70,7 +73,7 @@ class GateResult:
 def evaluate_gate(comparison: Comparison, max_drop: float) -> GateResult:
     """The gate on a comparison of exactly two runs, BASE first (the baseline)."""
     if len(comparison.rows) != 2 or len(comparison.runs) != 2:
-        raise GateError("--gate compares exactly two runs: BASE NEW")
+        raise GateError(TWO_RUNS)
     if not (math.isfinite(max_drop) and 0 <= max_drop <= 1):  # rewards are from 0 to 1
         raise GateError(
             f"--max-drop must be a number from 0 to 1 (a drop in mean reward, e.g. 0.05), "

@@ -14,6 +14,7 @@ log next to it, else worked out from the runner's round-robin when the file is c
 
 from __future__ import annotations
 
+import codecs
 import json
 import os
 import stat
@@ -23,6 +24,7 @@ from pathlib import Path
 from typing import Any
 
 from tau_bench import results_log
+from tau_bench.analysis.shown import masked
 from tau_bench.analysis.tau_bench_json import guess_env, parse_run_stem, record_from_tau_bench
 from tau_bench.bounded_files import looked_at
 from tau_bench.config.run_config import MAX_TRIALS
@@ -72,6 +74,8 @@ class Run:
     bad_lines: int = 0  # log lines that were not JSON (skipped), the unfinished one included
     manifest: dict[str, Any] = field(default_factory=dict)  # {} for runs written without
     unfinished_line: bool = False  # one of the bad lines is the last, cut off mid-write
+    # A τ-bench file's list as read, one entry per record (`rescore -o` keeps its keys)
+    entries: list[dict[str, Any]] = field(default_factory=list, repr=False)
 
     @property
     def unreadable_note(self) -> str | None:
@@ -89,6 +93,7 @@ class Run:
     def agent(self) -> str:
         """What the tables call the agent: strategy, display name and model, or the label."""
         name = (self.manifest.get("agent") or {}).get("name")
+        name = masked(name) if isinstance(name, str) else None  # a header from elsewhere
         parts = [p for p in (self.agent_strategy, name, self.model) if p]
         return " ".join(parts) if parts else self.label
 
@@ -154,17 +159,30 @@ def with_domain_ids(run: Run) -> Run:
     return replace(run, records=records)
 
 
+MAX_JSON_SIZE = results_log.MAX_LINE_SIZE
+"""Largest τ-bench `.json` results (or summary) file read: 256 MiB, the log's line cap.
+Such a file is decoded whole, as one log line is (and takes several times its size in
+memory); τ-bench's published 200-episode file is 4 MB. A larger run is read from its
+`.jsonl` log, which is read a line at a time."""
+
+
 def _read_json(path: Path) -> Any:
-    """A τ-bench results or summary file's JSON, refused by its size past the runner's
-    log cap (`MAX_LOG_SIZE`) before it is read: such a file is decoded whole."""
-    limit = results_log.MAX_LOG_SIZE
+    """A τ-bench results or summary file's JSON, refused by its size past
+    `MAX_JSON_SIZE` before it is read: such a file is decoded whole."""
+    limit = MAX_JSON_SIZE
     try:
         with path.open("rb") as fh:
-            if os.fstat(fh.fileno()).st_size > limit:
+            size = os.fstat(fh.fileno()).st_size
+            if size > limit:
                 raise ResultsLoadError(
-                    f"{path} is larger than {limit // 1024**3} GiB: not a results file tau can read"
+                    f"{path} is larger than {limit // 1024**2} MiB ({size / 1024**2:,.0f} MiB), "
+                    "the most a τ-bench .json results file may hold: read the run's .jsonl "
+                    "log instead"
                 )
-            return loads(fh.read(limit + 1))
+            data = fh.read(limit + 1)
+            if len(data) > limit:  # grown since fstat
+                raise ResultsLoadError(f"{path} is larger than {limit // 1024**2} MiB")
+            return loads(data)
     except OSError as exc:
         raise ResultsLoadError(f"cannot read {path}: {exc.strerror}") from None
     except (json.JSONDecodeError, UnicodeDecodeError) as exc:
@@ -222,6 +240,7 @@ def check_header(header: Any) -> None:
     manifest = _optional_object("", header, "manifest")
     for part in ("suite", "tasks", "agent", "user", "judge"):
         _optional_object("manifest.", manifest, part)
+    _optional_str("manifest.agent.", _optional_object("manifest.", manifest, "agent"), "name")
     _optional_object("manifest.suite.", _optional_object("manifest.", manifest, "suite"), "domains")
     user = _optional_object("manifest.", manifest, "user")
     if user.get("models") is not None and not isinstance(user["models"], list):
@@ -283,6 +302,7 @@ def _load_tau_bench(path: Path) -> Run:
         task_split=config.get("task_split"),
         config=config,
         manifest=_manifest_of(summary),
+        entries=data,
     )
 
 
@@ -467,12 +487,18 @@ def _head(path: Path) -> bytes:
 def load_run(path: str | Path) -> Run:
     """One results file, whichever of the two formats it is."""
     p = Path(path)
-    head = _head(p).lstrip()
+    head = _head(p).removeprefix(codecs.BOM_UTF8).lstrip()  # a BOM: read_log skips it
     if p.name.endswith(".summary.json"):
         raise ResultsLoadError(f"{p} is a run summary; pass the run's .jsonl or .json file")
-    if head.startswith(b"{"):
-        return _load_log(p)
-    return _load_tau_bench(p)
+    run = _load_log(p) if head.startswith(b"{") else _load_tau_bench(p)
+    # Names every output shows (labels, the agent's and user's models), from a file that
+    # may come from elsewhere: secrets in them masked as in every trajectory shown.
+    run.label = masked(run.label)
+    for name in ("agent_strategy", "model", "user_strategy", "user_model"):
+        value = getattr(run, name)
+        if isinstance(value, str):
+            setattr(run, name, masked(value))
+    return run
 
 
 @dataclass

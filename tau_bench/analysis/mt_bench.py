@@ -40,6 +40,7 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
+from tau_bench.analysis.shown import decode_arguments, masked
 from tau_bench.records import EpisodeRecord
 from tau_bench.task_ids import TaskId, file_part, sort_key
 from tau_bench.tasks import RESPOND_ACTION
@@ -77,19 +78,21 @@ def task_part(task_id: TaskId) -> str:
 
 
 def action_text(name: str, arguments: Any) -> str:
-    """`name({...json...})`; string arguments (OpenAI's JSON text) are decoded first."""
-    if isinstance(arguments, str):
-        try:
-            arguments = json.loads(arguments) if arguments.strip() else {}
-        except json.JSONDecodeError:
-            return f"{name}({arguments})"
-    return f"{name}({json.dumps(arguments, ensure_ascii=False)})"
+    """`name({...json...})`, secrets masked; string arguments (OpenAI's JSON text) are
+    decoded first (with a bound: `shown.decode_arguments`), and written as they are when
+    they do not decode."""
+    value, ok = decode_arguments(arguments)
+    if not ok:
+        text = value if isinstance(value, str) else "<arguments nested too deep to write>"
+        return masked(f"{name}({text})")
+    return masked(f"{name}({json.dumps(value, ensure_ascii=False)})")
 
 
 def _content(value: Any) -> str:
+    """A message's text, secrets masked (results files from elsewhere were never masked)."""
     if isinstance(value, list):
-        return "".join(str(p.get("text", "")) if isinstance(p, dict) else str(p) for p in value)
-    return "" if value is None else str(value)
+        value = "".join(str(p.get("text", "")) if isinstance(p, dict) else str(p) for p in value)
+    return "" if value is None else masked(str(value))
 
 
 def _calls(message: dict[str, Any]) -> list[str]:
@@ -135,7 +138,7 @@ def score_row(record: EpisodeRecord) -> dict[str, Any]:
     task = record.task or {}
     return {
         "task-id": mt_task_id(record.task_id),
-        "prompt": str(task.get("instruction", "")),
+        "prompt": masked(str(task.get("instruction", ""))),
         "result": SEPARATOR.join(agent_actions(record.messages)),
         "truth": SEPARATOR.join(truth_actions(task)),
         "score": None if record.is_error else record.reward,
@@ -147,7 +150,10 @@ def extra_row(record: EpisodeRecord) -> dict[str, Any]:
     """The sidecar row of one episode: what the scores row may not carry."""
     error = None
     if record.error:
-        error = {k: record.error.get(k) for k in ("source", "kind", "message")}
+        error = {
+            k: masked(v) if isinstance(v := record.error.get(k), str) else v
+            for k in ("source", "kind", "message")
+        }
     return {
         "task-id": mt_task_id(record.task_id),
         "trial": record.trial,

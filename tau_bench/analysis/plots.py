@@ -65,7 +65,7 @@ def write_pngs(comparison: Comparison, out_dir: Path, dpi: int = 120) -> list[Pa
         written.append(_save(fig, plt, out_dir / "pass_k.png", dpi))
 
     fig, ax = plt.subplots(figsize=(6, 4))
-    scored = [r for r in rows if r.avg_reward is not None]
+    scored = [r for r in rows if r.avg_reward is not None and r.cost_total is not None]
     ticks = svg.nice_ticks(max((r.cost_per_episode or 0.0 for r in scored), default=0.0))
     width, height = 480.0, 300.0  # the axes in points, roughly: to spread and stack labels
     spots = svg.spread(

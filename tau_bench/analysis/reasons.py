@@ -10,6 +10,7 @@ from __future__ import annotations
 from typing import Any
 
 from tau_adapters.conversation import MAX_STEPS
+from tau_bench.analysis.shown import masked
 from tau_bench.records import EpisodeRecord, is_success
 
 MAX_CHARS = 160
@@ -40,7 +41,7 @@ def db_diff_summary(diffs: list[dict[str, Any]], limit: int = 2) -> str:
 
 
 def _clip(text: str, limit: int = MAX_CHARS) -> str:
-    text = " ".join(text.split())
+    text = " ".join(masked(text).split())
     return text if len(text) <= limit else text[: limit - 1] + "…"
 
 

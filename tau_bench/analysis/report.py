@@ -136,7 +136,7 @@ def cost_chart(comparison: Comparison) -> str:
     points = [
         svg.Point(f"#{r.index}", r.cost_per_episode or 0.0, r.avg_reward, svg.color(r.index - 1))
         for r in comparison.rows
-        if r.avg_reward is not None
+        if r.avg_reward is not None and (r.cost_total is not None or not r.episodes)
     ]
     chart = svg.scatter(
         points,
@@ -148,11 +148,22 @@ def cost_chart(comparison: Comparison) -> str:
 
 
 def _not_plotted(comparison: Comparison) -> str:
-    missing = [r for r in comparison.rows if r.avg_reward is None]
-    if not missing:
-        return ""
-    names = ", ".join(f"#{r.index} {escape(r.label)}" for r in missing)
-    return f'<p class="muted not-plotted">not plotted (no scored episode): {names}</p>'
+    parts = []
+    for why, missing in (
+        ("no scored episode", [r for r in comparison.rows if r.avg_reward is None]),
+        (
+            "cost unknown: its sum overflowed",
+            [
+                r
+                for r in comparison.rows
+                if r.avg_reward is not None and r.cost_total is None and r.episodes
+            ],
+        ),
+    ):
+        if missing:
+            names = ", ".join(f"#{r.index} {escape(r.label)}" for r in missing)
+            parts.append(f'<p class="muted not-plotted">not plotted ({why}): {names}</p>')
+    return "".join(parts)
 
 
 def charts_section(comparison: Comparison) -> str:

@@ -16,6 +16,7 @@ from tau_bench.analysis import svg
 from tau_bench.analysis.compare import Cell, Comparison
 from tau_bench.analysis.episode_html import episode_html
 from tau_bench.analysis.loading import Run
+from tau_bench.analysis.shown import prompt_shown, shown
 from tau_bench.analysis.tables import cell_text
 from tau_bench.records import EpisodeRecord
 from tau_bench.task_ids import TaskId, sort_key
@@ -43,7 +44,7 @@ def task_instructions(runs: Sequence[Run]) -> dict[TaskId, str]:
         for r in run.records:
             text = r.task.get("instruction") if isinstance(r.task, dict) else None
             if text and r.task_id not in out:
-                out[r.task_id] = str(text)
+                out[r.task_id] = shown(str(text))
     return out
 
 
@@ -119,7 +120,7 @@ def trajectories(comparison: Comparison, runs: Sequence[Run]) -> str:
         refs = _system_refs(records)
         prompts = "".join(
             f"<details><summary>{escape(name)} ({len(text)} chars)</summary>"
-            f"<pre>{escape(text)}</pre></details>"
+            f"<pre>{escape(prompt_shown(text))}</pre></details>"
             for text, name in refs.items()
         )
         tasks = []

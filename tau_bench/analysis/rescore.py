@@ -23,7 +23,7 @@ found by its index in that domain's split.
 from __future__ import annotations
 
 import copy
-import json
+import os
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -32,11 +32,13 @@ from typing import Any
 from pydantic import ValidationError
 
 from tau_bench.analysis.loading import LOG, Run
+from tau_bench.analysis.shown import decode_arguments, masked_value
 from tau_bench.domains import Domain
 from tau_bench.env import Env
 from tau_bench.metrics import domain_of, summarize
 from tau_bench.records import EpisodeRecord, now_iso
 from tau_bench.results import write_json_atomic
+from tau_bench.results_log import encode_record, strict_json
 from tau_bench.scoring import RewardResult
 from tau_bench.task_ids import TaskId, task_index
 from tau_bench.tasks import RESPOND_ACTION, Task
@@ -142,14 +144,12 @@ class RescoreResult:
 
 
 def _arguments(raw: Any) -> Any:
-    """JSON-string arguments decoded; anything undecodable goes to the env as is (the
-    env answers it with an error observation, as it would have live)."""
-    if isinstance(raw, str):
-        try:
-            return json.loads(raw) if raw.strip() else {}
-        except json.JSONDecodeError:
-            return raw
-    return raw if raw is not None else {}
+    """JSON-string arguments decoded (with a bound: `shown.decode_arguments`); anything
+    undecodable, nested too deep included, goes to the env as is (the env answers it with
+    an error observation, as it would have live)."""
+    if raw is None:
+        return {}
+    return decode_arguments(raw)[0]
 
 
 def _text(content: Any) -> str:
@@ -172,11 +172,10 @@ def _text_action(content: str) -> tuple[str, Any]:
     """The original's parsing of an act/react message: the JSON after the last
     `Action:`; anything unparsable is a reply with that text."""
     action = content.split("Action:")[-1].strip()
-    try:
-        parsed = json.loads(action)
+    parsed, ok = decode_arguments(action)  # bounded: nesting, long integers
+    if ok and isinstance(parsed, dict) and "name" in parsed:
         return str(parsed["name"]), parsed.get("arguments", {})
-    except (json.JSONDecodeError, KeyError, TypeError):
-        return RESPOND_ACTION, {"content": action}
+    return RESPOND_ACTION, {"content": action}
 
 
 def _recorded_observations(messages: list[dict[str, Any]], at: int) -> list[dict[str, Any]]:
@@ -361,7 +360,10 @@ def rescore_run(
 
 
 def write_rescored(result: RescoreResult, out: Path) -> Path:
-    """The rescored run in its input's format (a log stays a log, a τ-bench list a list)."""
+    """The rescored run in its input's format (a log stays a log, a τ-bench list a list,
+    every key of its entries kept: the list the loader read, not the file read again).
+    Secrets in it are masked (`shown.masked_value`: a results file from elsewhere was
+    never masked). Written through `<out>.tmp`, which a failed write removes."""
     run = result.run
     note = {
         "from": str(run.path),
@@ -372,21 +374,39 @@ def write_rescored(result: RescoreResult, out: Path) -> Path:
     }
     out.parent.mkdir(parents=True, exist_ok=True)
     if run.source_format == LOG:
-        header = {**run.header, "rescored": note}
-        lines = [json.dumps(header, ensure_ascii=False, default=str)]
-        lines += [json.dumps(r.to_dict(), ensure_ascii=False, default=str) for r in result.records]
+        header = masked_value({**run.header, "rescored": note})
         tmp = out.with_name(out.name + ".tmp")
-        tmp.write_text("\n".join(lines) + "\n", encoding="utf-8")
-        tmp.replace(out)
+        try:
+            with tmp.open("wb") as fh:
+                # a lone surrogate has no UTF-8 form: its JSON escape, inside a JSON string
+                fh.write(strict_json(header).encode("utf-8", "backslashreplace") + b"\n")
+                for record in result.records:
+                    fh.write(encode_record(_masked_record(record)))
+            os.replace(tmp, out)
+        except BaseException:
+            tmp.unlink(missing_ok=True)
+            raise
         return out
-    raw = json.loads(run.path.read_text(encoding="utf-8"))
-    for entry, record, episode in zip(raw, result.records, result.episodes, strict=True):
-        if episode.skipped is not None:
-            continue
-        entry["reward"] = record.reward
-        info = entry.setdefault("info", {})
-        info["reward_info"] = record.reward_info
-        info["task"] = record.task
-        info["rescored"] = {**note, "previous_reward": episode.old_reward}
-    write_json_atomic(out, raw)
+    entries: list[Any] = []
+    for entry, record, episode in zip(run.entries, result.records, result.episodes, strict=True):
+        if episode.skipped is None:
+            info = entry.get("info")
+            entry = {
+                **entry,
+                "reward": record.reward,
+                "info": {
+                    **(info if isinstance(info, dict) else {}),
+                    "reward_info": record.reward_info,
+                    "task": record.task,
+                    "rescored": {**note, "previous_reward": episode.old_reward},
+                },
+            }
+        entries.append(masked_value(entry))
+    write_json_atomic(out, entries)
     return out
+
+
+def _masked_record(record: EpisodeRecord) -> EpisodeRecord:
+    data = masked_value(record.to_dict())
+    data.pop("type", None)
+    return EpisodeRecord(**data)

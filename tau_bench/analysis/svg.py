@@ -41,7 +41,8 @@ _L, _R, _T, _B = 56, 16, 16, 44  # margins
 
 
 def _scale(v: float, lo: float, hi: float, a: float, b: float) -> float:
-    return a if hi == lo else a + (v - lo) * (b - a) / (hi - lo)
+    # divided first: (v - lo) * (b - a) overflows for values near the largest float
+    return a if hi == lo else a + (v - lo) / (hi - lo) * (b - a)
 
 
 def _axes(
@@ -215,13 +216,16 @@ def label_positions(
 def nice_ticks(hi: float, count: int = 5) -> list[float]:
     """0 to a round number >= `hi` in round steps (1, 2, 2.5 or 5 times a power of ten):
     tick labels such as $0.002, $0.004 rather than $0.0013, $0.0026."""
-    if hi <= 0:
+    if not hi > 0 or not math.isfinite(hi):  # NaN and infinity too: no scale to show
         return [0.0, 0.25, 0.5, 0.75, 1.0]
     raw = hi / (count - 1)
-    power = 10 ** math.floor(math.log10(raw))
+    power = 10.0 ** math.floor(math.log10(raw))
     step = next(m * power for m in (1, 2, 2.5, 5, 10) if m * power >= raw)
     n = math.ceil(hi / step - 1e-9)
-    return [round(i * step, 12) for i in range(n + 1)]
+    ticks = [round(i * step, 12) for i in range(n + 1)]
+    if not math.isfinite(ticks[-1]):  # the round number above `hi` is past the largest float
+        ticks[-1] = hi
+    return ticks
 
 
 def money(v: float) -> str:

@@ -28,8 +28,9 @@ def fmt_seconds(value: float | None) -> str:
     return "-" if value is None else f"{value:.2f}s"
 
 
-def fmt_cost(value: float) -> str:
-    return f"${value:.4f}"
+def fmt_cost(value: float | None) -> str:
+    """`$0.0123`, or `unknown` for a cost that is not known (a sum that overflowed)."""
+    return "unknown" if value is None else f"${value:.4f}"
 
 
 def user_text(row: RunRow) -> str:

@@ -10,6 +10,7 @@ from __future__ import annotations
 import re
 from typing import Any
 
+from tau_adapters.jsonsafe import MAX_DEPTH, depth_exceeds
 from tau_bench.metrics import domain_of
 from tau_bench.records import EpisodeRecord, RecordError
 from tau_bench.task_ids import parse_task_id, task_domain
@@ -42,9 +43,9 @@ def record_from_tau_bench(entry: dict[str, Any], max_trials: int | None = None) 
         error = {
             "source": "unknown",
             "kind": "error",
-            "message": str(info.get("error")),
+            "message": _as_text(info.get("error")),
             "retryable": False,
-            "detail": str(info.get("traceback", "")),
+            "detail": _as_text(info.get("traceback", "")),
         }
     reward = entry.get("reward")
     task = info.get("task")
@@ -72,11 +73,11 @@ def record_from_tau_bench(entry: dict[str, Any], max_trials: int | None = None) 
                 "reward_info": reward_info if isinstance(reward_info, dict) else None,
                 "task": task if isinstance(task, dict) else {},
                 "messages": [] if traj is None else traj,
-                "stop_reason": str(info.get("stop_reason") or ("error" if error else "")),
+                "stop_reason": _as_text(info.get("stop_reason") or ("error" if error else "")),
                 "agent_usage": {"cost": costs["agent_cost"]},
                 "user_usage": {"cost": costs["user_cost"]},
                 "error": error,
-                "warnings": [str(e) for e in errors or []],
+                "warnings": [_as_text(e) for e in errors or []],
                 "domain": task_domain(task_id) or "",
             },
             max_trials=max_trials,
@@ -87,6 +88,17 @@ def record_from_tau_bench(entry: dict[str, Any], max_trials: int | None = None) 
         if sep and head in _ENTRY_NAMES:
             field = _ENTRY_NAMES[head] + field[len(head) :]
         raise RecordError(f"{field}{sep}{rest}") from None
+
+
+def _as_text(value: Any) -> str:
+    """A field the original wrote as text (an error, a stop reason) as text: `str` of
+    it, except a list or object nested deeper than `MAX_DEPTH` levels, which is named
+    (`str` of it would recurse past Python's limit)."""
+    if isinstance(value, str):
+        return value
+    if isinstance(value, dict | list) and depth_exceeds(value, MAX_DEPTH):
+        return f"<{type(value).__name__} nested deeper than {MAX_DEPTH} levels>"
+    return str(value)
 
 
 _ENTRY_NAMES = {"messages": "traj", "task": "info.task", "reward_info": "info.reward_info"}

@@ -94,11 +94,11 @@ def check_gate_args(gate: bool, by_user_model: bool, max_drop: float | None) -> 
         fail("--gate compares two whole runs: leave out --by-user-model")
 
 
-def run_files(run: Run) -> list[Path]:
+def run_files(results: Path) -> list[Path]:
     """The files a run consists of: its results file and the ones `tau run` writes next
     to it, which the loader reads with it (`<stem>.jsonl`, `<stem>.json`,
     `<stem>.summary.json`), whether they exist yet or not."""
-    path = Path(run.path)
+    path = Path(results)
     stem = path.with_suffix("")
     return [
         path,
@@ -114,19 +114,23 @@ def run_files(run: Run) -> list[Path]:
     ]
 
 
-def check_not_input(outputs: Mapping[str, Sequence[Path]], runs: Sequence[Run]) -> None:
-    """Refuse (one line, exit 2) an output that is one of the compared runs' files:
-    writing it would replace a run's results with a report. `outputs` maps what the
-    user wrote (`--json out.json`) to the files it writes (`out.json`, `out.json.tmp`)."""
+def check_not_input(
+    outputs: Mapping[str, Sequence[Path]], runs: Sequence[Run | tuple[str, Path]]
+) -> None:
+    """Refuse (one line, exit 2) an output that is one of the input runs' files (`runs`:
+    loaded runs, or (label, results file) pairs): writing it would replace a run's
+    results. `outputs` maps what the user wrote (`--json out.json`) to the files it
+    writes (`out.json`, `out.json.tmp`). Every command that writes next to what it read
+    (`compare --json`, `report -o`, `rescore -o`, `analyze -o`) checks with this, before
+    any work (a judge's paid calls included)."""
+    inputs = [run if isinstance(run, tuple) else (run.label, Path(run.path)) for run in runs]
     for option, paths in outputs.items():
         for out in paths:
-            for run in runs:
-                for part in run_files(run):
+            for label, results in inputs:
+                for part in run_files(results):
                     if not same_file(out, part):
                         continue
-                    what = (
-                        "an input" if part == Path(run.path) else f"part of input run {run.label}"
-                    )
+                    what = "an input" if part == results else f"part of input run {label}"
                     fail(f"{option} would overwrite {part}, {what}: choose another output file")
 
 

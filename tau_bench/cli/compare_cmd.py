@@ -9,14 +9,19 @@ written or is one of the inputs) print one line and exit 2.
 
 from __future__ import annotations
 
+import contextlib
+import errno
+import io
+import os
 import sys
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
+from contextlib import contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
-from tau_adapters.jsonsafe import printable
+from tau_adapters.registry import one_line
 from tau_bench.cli.errors import fail
 
 if TYPE_CHECKING:
@@ -27,14 +32,48 @@ RESULTS_HELP = "Results files (a run's .jsonl log or τ-bench .json) or folders 
 
 
 def note(message: str) -> None:
-    print(printable(message), file=sys.stderr, flush=True)
+    """A status line on stderr: one line (a newline in a file name is shown `\\n`)."""
+    print(one_line(message), file=sys.stderr, flush=True)
+
+
+def escape_unencodable() -> None:
+    """Print what stdout's encoding cannot hold (a lone surrogate from a results file,
+    `"\\ud800"`) as its escape (`\\ud800`) instead of ending the command."""
+    if isinstance(sys.stdout, io.TextIOWrapper):
+        sys.stdout.reconfigure(errors="backslashreplace")
 
 
 def stdout_console() -> Any:
-    """stdout; wide when not a terminal, so piped tables are not squeezed to 80 columns."""
+    """stdout; wide when not a terminal, so piped tables are not squeezed to 80 columns.
+    What its encoding cannot hold is printed escaped (`escape_unencodable`)."""
     from tau_bench import terminal
 
+    escape_unencodable()
     return terminal.console() if sys.stdout.isatty() else terminal.console(width=200)
+
+
+_WRITE_ERRORS = {errno.ENOSPC, errno.EPIPE, errno.EFBIG, errno.EDQUOT, errno.EIO}
+"""What a write to a full device, a closed pipe or past a size limit raises. Every file
+these commands write themselves turns its own OSError into an `error:` line where it is
+written; one of these reaching `writing_stdout` is stdout's."""
+
+
+@contextmanager
+def writing_stdout() -> Iterator[None]:
+    """Around a command that prints its results: stdout that cannot take them (`>
+    /dev/full`, a full disk, a closed pipe) is one `error:` line and exit 2, not a
+    traceback. Any other OSError goes on as it was."""
+    try:
+        yield
+        sys.stdout.flush()
+    except OSError as exc:
+        if exc.errno not in _WRITE_ERRORS:
+            raise
+        # Python flushes stdout again at exit: point it at /dev/null so it stays quiet.
+        with contextlib.suppress(OSError, ValueError):
+            devnull = os.open(os.devnull, os.O_WRONLY)
+            os.dup2(devnull, sys.stdout.fileno())
+        fail(f"cannot write the output to stdout: {exc.strerror or exc}")
 
 
 def unreadable_note(run: Run) -> None:
@@ -54,7 +93,7 @@ def load_results(paths: list[Path], tasks: str | None = None) -> list[Run]:
     try:
         loaded = load_runs(list(paths))
     except ResultsLoadError as exc:
-        fail(str(exc))
+        fail(one_line(str(exc)))  # a newline in a file name: still one line
     for reason in loaded.skipped:
         note(f"skipped: {reason}")
     for run in loaded.runs:
@@ -84,6 +123,7 @@ def _compare(
     allow_mismatch: bool = False,
     tasks: str | None = None,
     outputs: Mapping[str, Sequence[Path]] | None = None,
+    gate: bool = False,
 ) -> Comparison:
     """The comparison; its `runs` are the runs as compared (one per row). `outputs` (by
     flag) that are one of the runs' files are refused once the runs are found, unlike
@@ -97,6 +137,10 @@ def _compare(
     if not 0 < confidence < 1:
         fail("--confidence must be between 0 and 1 (e.g. 0.95)")
     runs = load_results(results, tasks)
+    if gate and len(runs) != 2:  # before any table is printed
+        from tau_bench.analysis.gate import TWO_RUNS
+
+        fail(f"{TWO_RUNS} (got {len(runs)})")
     check_not_input(outputs or {}, runs)
     confounds = check_confounds(
         runs, intersect=intersect, allow_mismatch=allow_mismatch, console=stdout_console()
@@ -182,60 +226,64 @@ def compare(
     ] = None,
 ) -> None:
     """Compare runs: metrics per run, paired difference with a bootstrap CI, per task."""
-    from tau_bench.cli.compare_checks import (
-        check_gate_args,
-        gate_exit,
-        print_costs,
-        print_variance,
-        run_gate,
-    )
-    from tau_bench.cli.output_paths import check_output
+    with writing_stdout():
+        from tau_bench.cli.compare_checks import (
+            check_gate_args,
+            gate_exit,
+            print_costs,
+            print_variance,
+            run_gate,
+        )
+        from tau_bench.cli.output_paths import check_output
 
-    check_gate_args(gate, by_user_model, max_drop)
-    outputs: dict[str, list[Path]] = {}
-    if json_out is not None:
-        check_output(json_out, "--json")
-        # write_json_atomic writes `<out>.tmp` first, then renames it over `<out>`
-        outputs[f"--json {json_out}"] = [json_out, json_out.with_name(json_out.name + ".tmp")]
-    from tau_bench.analysis.clean_subset import comparison_dict, comparison_table
-    from tau_bench.analysis.tables import matrix_table, paired_table, runs_table
-    from tau_bench.results import write_json_atomic
+        check_gate_args(gate, by_user_model, max_drop)
+        outputs: dict[str, list[Path]] = {}
+        if json_out is not None:
+            check_output(json_out, "--json")
+            # write_json_atomic writes `<out>.tmp` first, then renames it over `<out>`
+            outputs[f"--json {json_out}"] = [json_out, json_out.with_name(json_out.name + ".tmp")]
+        from tau_bench.analysis.clean_subset import comparison_dict, comparison_table
+        from tau_bench.analysis.tables import matrix_table, paired_table, runs_table
+        from tau_bench.results import write_json_atomic
 
-    comparison = _compare(
-        results,
-        intersect=intersect,
-        baseline=baseline,
-        seed=seed,
-        resamples=resamples,
-        confidence=confidence,
-        by_user_model=by_user_model,
-        allow_mismatch=allow_mismatch,
-        tasks=tasks,
-        outputs=outputs,
-    )
-    console = stdout_console()
-    console.print(runs_table(comparison))
-    clean = comparison_table(comparison)  # official vs clean subset, τ³ runs only
-    if clean is not None:
-        console.print(clean)
-    if comparison.paired:
-        console.print(paired_table(comparison))
-    if matrix:
-        console.print(matrix_table(comparison))
-    print_costs(console, comparison)
-    if by_user_model:
-        print_variance(console, comparison)
-    gate_result = run_gate(console, comparison, max_drop) if gate else None
-    for label, ids in comparison.dropped.items():
-        note(f"{label}: {len(ids)} task(s) not in every run were left out (--intersect)")
-    if json_out is not None:
-        data = {**comparison.to_dict(), **comparison_dict(comparison)}
-        try:
-            write_json_atomic(json_out, {**data, **({"gate": gate_result} if gate_result else {})})
-        except OSError as exc:  # a full disk, a file size limit, a special file system
-            fail(f"--json: cannot write {json_out}: {exc.strerror or exc}")
-        note(f"wrote {json_out}")
-    gate_exit(gate_result)
+        comparison = _compare(
+            results,
+            intersect=intersect,
+            baseline=baseline,
+            seed=seed,
+            resamples=resamples,
+            confidence=confidence,
+            by_user_model=by_user_model,
+            allow_mismatch=allow_mismatch,
+            tasks=tasks,
+            outputs=outputs,
+            gate=gate,
+        )
+        console = stdout_console()
+        console.print(runs_table(comparison))
+        clean = comparison_table(comparison)  # official vs clean subset, τ³ runs only
+        if clean is not None:
+            console.print(clean)
+        if comparison.paired:
+            console.print(paired_table(comparison))
+        if matrix:
+            console.print(matrix_table(comparison))
+        print_costs(console, comparison)
+        if by_user_model:
+            print_variance(console, comparison)
+        gate_result = run_gate(console, comparison, max_drop) if gate else None
+        for label, ids in comparison.dropped.items():
+            note(f"{label}: {len(ids)} task(s) not in every run were left out (--intersect)")
+        if json_out is not None:
+            data = {**comparison.to_dict(), **comparison_dict(comparison)}
+            try:
+                write_json_atomic(
+                    json_out, {**data, **({"gate": gate_result} if gate_result else {})}
+                )
+            except OSError as exc:  # a full disk, a file size limit, a special file system
+                fail(f"--json: cannot write {json_out}: {exc.strerror or exc}")
+            note(f"wrote {json_out}")
+        gate_exit(gate_result)
 
 
 def report(
@@ -258,53 +306,54 @@ def report(
     tasks: Tasks = None,
 ) -> None:
     """One self-contained HTML report: tables, charts, every trajectory."""
-    from tau_bench.analysis.plots import PNG_NAMES
-    from tau_bench.analysis.report import write_report
-    from tau_bench.cli.output_paths import check_output
+    with writing_stdout():
+        from tau_bench.analysis.plots import PNG_NAMES
+        from tau_bench.analysis.report import write_report
+        from tau_bench.cli.output_paths import check_output
 
-    if png_dir is not None:
-        from tau_bench.analysis.plots import MissingPlotLibrary, _pyplot
+        if png_dir is not None:
+            from tau_bench.analysis.plots import MissingPlotLibrary, _pyplot
 
+            try:
+                _pyplot()
+            except MissingPlotLibrary as exc:
+                fail(f"--png-dir: {exc}")
+        check_output(output, "-o")
+        outputs = {f"-o {output}": [output]}  # its temporary file has a new, random name
+        if png_dir is not None:
+            check_output(png_dir, "--png-dir", folder=True)
+            outputs[f"--png-dir {png_dir}"] = [png_dir / name for name in PNG_NAMES]
+        comparison = _compare(
+            results,
+            intersect=intersect,
+            baseline=baseline,
+            seed=seed,
+            resamples=resamples,
+            confidence=confidence,
+            by_user_model=by_user_model,
+            allow_mismatch=allow_mismatch,
+            tasks=tasks,
+            outputs=outputs,
+        )
+        warning = comparison.confounds.get("warning")
+        if warning:  # the page's first heading says it too
+            title = f"{warning} | {title or 'τ-bench comparison'}"
+        if png_dir is not None:  # made before the page: a folder it cannot make stops here
+            try:
+                png_dir.mkdir(parents=True, exist_ok=True)
+            except OSError as exc:
+                fail(f"--png-dir: cannot make {png_dir}: {exc.strerror or exc}")
         try:
-            _pyplot()
-        except MissingPlotLibrary as exc:
-            fail(f"--png-dir: {exc}")
-    check_output(output, "-o")
-    outputs = {f"-o {output}": [output]}  # its temporary file has a new, random name
-    if png_dir is not None:
-        check_output(png_dir, "--png-dir", folder=True)
-        outputs[f"--png-dir {png_dir}"] = [png_dir / name for name in PNG_NAMES]
-    comparison = _compare(
-        results,
-        intersect=intersect,
-        baseline=baseline,
-        seed=seed,
-        resamples=resamples,
-        confidence=confidence,
-        by_user_model=by_user_model,
-        allow_mismatch=allow_mismatch,
-        tasks=tasks,
-        outputs=outputs,
-    )
-    warning = comparison.confounds.get("warning")
-    if warning:  # the page's first heading says it too
-        title = f"{warning} | {title or 'τ-bench comparison'}"
-    if png_dir is not None:  # made before the page: a folder it cannot make stops here
-        try:
-            png_dir.mkdir(parents=True, exist_ok=True)
-        except OSError as exc:
-            fail(f"--png-dir: cannot make {png_dir}: {exc.strerror or exc}")
-    try:
-        write_report(output, comparison, title=title)
-    except OSError as exc:  # the previous report, if any, is left as it was
-        fail(f"cannot write {output}: {exc.strerror or exc}")
-    note(f"wrote {output} ({output.stat().st_size / 1e6:.1f} MB)")
-    if png_dir is not None:
-        from tau_bench.analysis.plots import write_pngs
+            write_report(output, comparison, title=title)
+        except OSError as exc:  # the previous report, if any, is left as it was
+            fail(f"cannot write {output}: {exc.strerror or exc}")
+        note(f"wrote {output} ({output.stat().st_size / 1e6:.1f} MB)")
+        if png_dir is not None:
+            from tau_bench.analysis.plots import write_pngs
 
-        try:
-            written = write_pngs(comparison, png_dir)
-        except OSError as exc:
-            fail(f"--png-dir: cannot write the charts in {png_dir}: {exc.strerror or exc}")
-        for path in written:
-            note(f"wrote {path}")
+            try:
+                written = write_pngs(comparison, png_dir)
+            except OSError as exc:
+                fail(f"--png-dir: cannot write the charts in {png_dir}: {exc.strerror or exc}")
+            for path in written:
+                note(f"wrote {path}")

@@ -11,12 +11,15 @@ from typing import Annotated, Any
 
 import typer
 
+from tau_adapters.registry import one_line
+from tau_bench.cli.compare_checks import check_not_input
 from tau_bench.cli.compare_cmd import (
     Results,
     load_results,
     note,
     stdout_console,
     unreadable_note,
+    writing_stdout,
 )
 from tau_bench.cli.errors import fail
 
@@ -68,6 +71,8 @@ def rescore(
 
     if output is not None:
         check_output(output)  # before the replay (and a τ³ judge's calls)
+        # never over the run's own files (a τ² file's too, before its judge's calls)
+        check_not_input(_written(output), [(results.stem, results)])
     if env is not None and env.strip().startswith("tau3/"):  # a τ² results file
         from tau_bench.cli.tau2_cmd import rescore_tau2
 
@@ -85,7 +90,7 @@ def rescore(
     try:
         run = load_run(results)
     except ResultsLoadError as exc:
-        fail(str(exc))
+        fail(one_line(str(exc)))  # a newline in a file name: still one line
     unreadable_note(run)
     names = [e.strip() for e in env.split(",") if e.strip()] if env else run.domains
     if not names:
@@ -112,10 +117,20 @@ def rescore(
         )
     except RescoreError as exc:
         fail(str(exc))
-    _print_rescore(outcome)
+    with writing_stdout():
+        _print_rescore(outcome)
     if output is not None:
-        write_rescored(outcome, output)
+        try:
+            write_rescored(outcome, output)
+        except OSError as exc:  # a full disk, a file size limit: no .tmp is left
+            fail(f"cannot write {output}: {exc.strerror or exc}")
         note(f"wrote {output}")
+
+
+def _written(out: Path, flag: str = "-o") -> dict[str, list[Path]]:
+    """What writing `out` writes (it and the temporary `<out>.tmp` renamed over it), as
+    `check_not_input` takes it."""
+    return {f"{flag} {out}": [out, out.with_name(out.name + ".tmp")]}
 
 
 def _print_rescore(outcome: Any) -> None:
@@ -208,6 +223,7 @@ def analyze(
     # The run's name comes from the results file: made safe (no folders) and short.
     out = output or Path(f"analysis-{safe_name(runs[0].label)}.json")
     check_output(out, flag="-o" if output else "output")  # before any paid judge call
+    check_not_input(_written(out, "-o" if output else "output"), runs)
     config = LLMConfig(
         model=model, provider=model_provider, api_base=api_base, temperature=temperature
     )
@@ -234,8 +250,24 @@ def analyze(
             )
         raise SystemExit(130) from None
     _write_analysis(out, analysis)
-    _print_analysis(analysis)
+    with writing_stdout():
+        _print_analysis(analysis)
     note(f"wrote {out}")
+    _fail_if_none_classified(analysis)
+
+
+def _fail_if_none_classified(analysis: Any) -> None:
+    """Exit 2 with the first judge error when episodes were sent to the judge and not
+    one came back classified (a model that does not exist, a missing key): the file is
+    written, but nothing in it is an analysis."""
+    results = analysis.results
+    if not results or any(r.status == "classified" for r in results):
+        return
+    first = next((r.error for r in results if r.error), "no reason given")
+    fail(
+        f"no episode classified: all {len(results)} judge call(s) with {analysis.model} "
+        f"failed; the first: {first}"
+    )
 
 
 MAX_TEMPERATURE = 2.0

@@ -73,13 +73,22 @@ def _index(task_id: int | str) -> int | str:
     return index if index is not None else task_id
 
 
-def parse_tasks(values: Sequence[str]) -> tuple[int | str, ...]:
+def task_selection(text: str) -> list[int | str]:
+    """`expand_task_ids(text)`; ValueError with its own message for a digit that is not
+    ASCII (`²`, `①`: `isdigit` says yes, `int` says no)."""
     from tau_bench.task_ids import expand_task_ids
 
+    if not text.isascii():
+        bad = next(part for part in text.replace(",", " ").split() if not part.isascii())
+        raise ValueError(f"task id must be an integer or DOMAIN/ID, got {bad!r}")
+    return expand_task_ids(text)
+
+
+def parse_tasks(values: Sequence[str]) -> tuple[int | str, ...]:
     out: list[int | str] = []
     for value in values:
         try:
-            out.extend(expand_task_ids(value))
+            out.extend(task_selection(value))
         except ValueError as exc:
             fail(f"--task: {exc}")
     return tuple(out)
@@ -116,23 +125,26 @@ def view(
     ] = None,
 ) -> None:
     """Browse a run: episodes with outcome and failure reason, one expanded in full."""
+    from tau_adapters.registry import one_line
     from tau_bench import terminal
     from tau_bench.analysis.loading import ResultsLoadError, load_run
-    from tau_bench.cli.compare_cmd import unreadable_note
+    from tau_bench.cli.compare_cmd import escape_unencodable, unreadable_note, writing_stdout
 
     filters = Filters(failed, errored, parse_tasks(task or []), trial)
     try:
         run = load_run(results)
     except (ResultsLoadError, OSError) as exc:
-        fail(str(exc))
+        fail(one_line(str(exc)))  # a newline in a file name: still one line
     unreadable_note(run)
-    console = terminal.console(highlight=False)
     if interactive is None:
         interactive = sys.stdin.isatty() and sys.stdout.isatty()
-    shown = _show(console, run, filters, expand, system)
-    if interactive:
-        _browse(console, run, filters, system)
-    elif not shown:
+    with writing_stdout():
+        escape_unencodable()
+        console = terminal.console(highlight=False)
+        shown = _show(console, run, filters, expand, system)
+        if interactive:
+            _browse(console, run, filters, system)
+    if not interactive and not shown:
         raise SystemExit(1)
 
 
@@ -172,7 +184,7 @@ def _browse(console: Console, run: Run, filters: Filters, system: bool) -> None:
             return
         if answer in ("q", "quit", "exit"):
             return
-        if answer.isdigit() and 1 <= int(answer) <= len(chosen):
+        if answer.isascii() and answer.isdigit() and 1 <= int(answer) <= len(chosen):
             print_episode(console, chosen[int(answer) - 1], run.label, system)
             continue
         if answer in ("f", "e", "a"):
@@ -180,10 +192,8 @@ def _browse(console: Console, run: Run, filters: Filters, system: bool) -> None:
                 filters, failed=answer == "f", errored=answer == "e", tasks=(), trial=None
             )
         elif answer.startswith("t "):
-            from tau_bench.task_ids import expand_task_ids
-
             try:
-                current = replace(current, tasks=tuple(expand_task_ids(answer[2:])))
+                current = replace(current, tasks=tuple(task_selection(answer[2:])))
             except ValueError as exc:
                 console.print(f"not a task id: {exc}")
                 continue

@@ -7,7 +7,6 @@ and users write arbitrary text, `[bold]` included.
 
 from __future__ import annotations
 
-import json
 from collections.abc import Sequence
 from typing import Any
 
@@ -17,6 +16,7 @@ from rich.table import Table
 from rich.text import Text
 
 from tau_bench.analysis.reasons import failure_reason, outcome
+from tau_bench.analysis.shown import arguments_text, masked, prompt_shown, shown, value_text
 from tau_bench.records import EpisodeRecord
 
 STYLE = {"pass": "green", "fail": "red", "error": "yellow"}
@@ -70,15 +70,6 @@ def _clip(text: str, limit: int = LONG) -> str:
     return text if len(text) <= limit else f"{text[:limit]}… ({len(text)} chars)"
 
 
-def _args(raw: Any) -> str:
-    if isinstance(raw, str):
-        try:
-            raw = json.loads(raw) if raw.strip() else {}
-        except json.JSONDecodeError:
-            return raw
-    return json.dumps(raw, ensure_ascii=False)
-
-
 def message_text(message: dict[str, Any], full_system: bool = False) -> Text:
     """One message as `role: text`, tool calls as `→ name({...})`."""
     role = str(message.get("role", "?"))
@@ -86,18 +77,22 @@ def message_text(message: dict[str, Any], full_system: bool = False) -> Text:
     out = Text()
     label = {"assistant": "agent"}.get(role, role)
     if role == "tool":
-        label = f"tool {message.get('name', '')}".strip()
+        label = f"tool {shown(str(message.get('name', '')), 200)}".strip()
     out.append(f"{label}: ", style=f"bold {ROLE_STYLE.get(role, '')}".strip())
     if role == "system" and not full_system:
-        preview = " ".join(content.split())
+        preview = " ".join(content[:1000].split())
         preview = preview if len(preview) <= 100 else preview[:100] + "…"
-        out.append(f"({len(content)} chars; --system shows it) {preview}", "dim")
+        out.append(f"({len(content)} chars; --system shows it) {masked(preview)}", "dim")
         return out
-    out.append(_clip(content) if role == "tool" else content)
+    if role == "tool":
+        out.append(_clip(masked(content)))
+    else:  # a system prompt with --system: longer, still bounded
+        out.append(prompt_shown(content) if role == "system" else shown(content))
     for call in message.get("tool_calls") or []:
         fn = call.get("function") or {}
         name = fn.get("name", call.get("name", "?"))
-        out.append(f"\n  → {name}({_args(fn.get('arguments', call.get('arguments', {})))})")
+        args = arguments_text(fn.get("arguments", call.get("arguments", {})))
+        out.append(f"\n  → {shown(str(name), 200)}({args})")
     return out
 
 
@@ -107,11 +102,11 @@ def diff_table(diffs: Sequence[dict[str, Any]]) -> Table:
         table.add_column(name, overflow="fold")
     for d in diffs:
         table.add_row(
-            str(d.get("table", "")),
-            str(d.get("record", "")),
-            str(d.get("path") or "(whole record)"),
-            json.dumps(d.get("agent"), ensure_ascii=False, default=str),
-            json.dumps(d.get("expected"), ensure_ascii=False, default=str),
+            shown(str(d.get("table", "")), 200),
+            shown(str(d.get("record", "")), 200),
+            shown(str(d.get("path") or "(whole record)"), 200),
+            value_text(d.get("agent")),
+            value_text(d.get("expected")),
         )
     return table
 
@@ -127,14 +122,14 @@ def episode_view(record: EpisodeRecord, run_label: str, full_system: bool = Fals
         f" · ${record.agent_cost + record.user_cost:.4f}"
     )
     if record.stop_reason:
-        head.append(f" · {record.stop_reason}")
+        head.append(f" · {shown(record.stop_reason, 200)}")
     parts: list[RenderableType] = [head]
     reason = failure_reason(record)
     if reason:
         parts.append(Text(f"why: {reason}", style=STYLE[oc]))
     instruction = str((record.task or {}).get("instruction", ""))
     if instruction:
-        parts.append(Panel(Text(instruction), title="instruction", title_align="left"))
+        parts.append(Panel(Text(shown(instruction)), title="instruction", title_align="left"))
     conv = [message_text(m, full_system) for m in record.messages]
     parts.append(
         Panel(
@@ -149,10 +144,13 @@ def episode_view(record: EpisodeRecord, run_label: str, full_system: bool = Fals
         parts.append(diff_table(diffs))
     actions = info.get("actions") or (record.task or {}).get("actions") or []
     if actions and oc == "fail":
-        lines = [f"{a.get('name', '?')}({_args(a.get('kwargs', {}))})" for a in actions]
+        lines = [
+            f"{shown(str(a.get('name', '?')), 200)}({arguments_text(a.get('kwargs', {}))})"
+            for a in actions
+        ]
         parts.append(Panel(Text("\n".join(lines)), title="expected actions", title_align="left"))
     for warning in record.warnings:
-        parts.append(Text(f"warning: {warning}", style="yellow"))
+        parts.append(Text(f"warning: {shown(warning)}", style="yellow"))
     return Group(*parts)
 
 

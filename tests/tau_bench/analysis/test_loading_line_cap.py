@@ -82,10 +82,13 @@ def test_a_short_malformed_record_is_still_refused_by_line(tmp_path: Path) -> No
     assert len(message) < len(str(path)) + 150  # the value is clipped, not echoed
 
 
-def test_a_tau_bench_json_file_past_the_log_cap_is_refused_unread(tmp_path: Path) -> None:
+def test_a_tau_bench_json_file_past_its_cap_is_refused_unread(tmp_path: Path) -> None:
+    from tau_bench.analysis.loading import MAX_JSON_SIZE
+
     path = tmp_path / "tool-calling-gpt-4o-0.0_range_0--1_user-gpt-4o-llm_1127.json"
     with path.open("wb") as fh:  # sparse: no disk used, and never read
-        fh.truncate(results_log.MAX_LOG_SIZE + 1)
+        fh.write(b"[")  # a JSON list, as far as its first bytes tell
+        fh.truncate(MAX_JSON_SIZE + 1)
     from tau_bench.analysis.loading import ResultsLoadError
 
     def refused() -> str:
@@ -94,5 +97,5 @@ def test_a_tau_bench_json_file_past_the_log_cap_is_refused_unread(tmp_path: Path
         return str(caught.value)
 
     message, peak = _peak(refused)
-    assert "larger than 4 GiB" in str(message)
+    assert "larger than 256 MiB" in str(message)
     assert peak < 1024 * 1024

@@ -83,6 +83,8 @@ def _refused(proc: subprocess.CompletedProcess[str], *expected: str) -> None:
     [
         ({"error": "boom"}, "error: expected an object or null, got 'boom'"),
         ({"error": [1]}, "error: expected an object"),
+        ({"error": {"kind": ["x"]}}, "error.kind: expected a string or null"),
+        ({"error": {"message": {"a": 1}}}, "error.message: expected a string or null"),
         ({"reward": "0.5"}, "reward: expected a number from 0 to 1"),
         ({"reward": math.nan}, "got nan"),
         ({"reward": math.inf}, "got inf"),

@@ -123,6 +123,13 @@ def test_an_index_of_more_than_18_digits_is_no_task_id(value: Any) -> None:
         parse_run_task_id(value)
 
 
+@pytest.mark.parametrize("value", ["²", "①", "-²"])
+def test_a_unicode_digit_is_no_index(value: str) -> None:
+    # str.isdigit() takes "²", which int() then refused with its own message.
+    with pytest.raises(ValueError, match=r"^task id must be an integer or DOMAIN/ID, got"):
+        parse_run_task_id(value)
+
+
 def test_ranges_with_too_many_digits_are_refused() -> None:
     for value in (f"0-{LONG}", f"retail/{LONG}-{LONG}", "0-" + "9" * 19):
         with pytest.raises(ValueError, match=r"task range .* more than 18 digits"):
