@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import json
 import re
+from collections.abc import Callable
 from typing import Any
 
 MAX_DEPTH = 100
@@ -79,6 +80,30 @@ def size_problem(
             return f"{where or 'document'}: nested deeper than {max_depth} levels"
         stack.extend((v, depth + 1, w if w.count(".") < 2 else where) for v, w in children)
     return None
+
+
+def map_leaves(value: Any, leaf: Callable[[Any], Any]) -> Any:
+    """A copy of a JSON value with `leaf` applied to every value that is neither an object
+    nor a list (keys are kept). Iterative: safe on a value nested as deep as any decoder
+    allowed."""
+    if not isinstance(value, dict | list):
+        return leaf(value)
+    root: dict[str, Any] | list[Any] = {} if isinstance(value, dict) else []
+    stack: list[tuple[Any, Any]] = [(value, root)]
+    while stack:
+        source, target = stack.pop()
+        items = source.items() if isinstance(source, dict) else enumerate(source)
+        for key, item in items:
+            if isinstance(item, dict | list):
+                copy: Any = {} if isinstance(item, dict) else []
+                stack.append((item, copy))
+            else:
+                copy = leaf(item)
+            if isinstance(target, dict):
+                target[key] = copy
+            else:
+                target.append(copy)
+    return root
 
 
 def check_depth(value: Any, limit: int = MAX_DEPTH) -> Any:

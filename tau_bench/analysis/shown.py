@@ -21,7 +21,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from tau_adapters.jsonsafe import MAX_DEPTH, depth_exceeds
+from tau_adapters.jsonsafe import MAX_DEPTH, depth_exceeds, map_leaves
 from tau_adapters.redaction import redact_text
 from tau_bench.json_decode import loads
 
@@ -107,23 +107,4 @@ def value_text(value: Any) -> str:
 def masked_value(value: Any) -> Any:
     """A copy of a JSON value with every string in it masked (`masked`); keys are kept.
     Iterative, so a value nested as deep as the decoder allowed is copied, not refused."""
-    if isinstance(value, str):
-        return masked(value)
-    if not isinstance(value, dict | list):
-        return value
-    root: dict[str, Any] | list[Any] = {} if isinstance(value, dict) else []
-    stack: list[tuple[Any, Any]] = [(value, root)]
-    while stack:
-        source, target = stack.pop()
-        items = source.items() if isinstance(source, dict) else enumerate(source)
-        for key, item in items:
-            if isinstance(item, dict | list):
-                copy: Any = {} if isinstance(item, dict) else []
-                stack.append((item, copy))
-            else:
-                copy = masked(item) if isinstance(item, str) else item
-            if isinstance(target, dict):
-                target[key] = copy
-            else:
-                target.append(copy)
-    return root
+    return map_leaves(value, lambda item: masked(item) if isinstance(item, str) else item)

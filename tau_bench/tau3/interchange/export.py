@@ -243,24 +243,7 @@ def _spelled(value: Any) -> Any:
     string "NaN", "Infinity" or "-Infinity" (as JSON-proto writes such numbers), so the
     file is strict JSON that any reader, our `tau rescore` included, accepts. Iterative:
     safe on any depth."""
-    if not isinstance(value, dict | list):
-        return _spelled_number(value)
-    root: Any = {} if isinstance(value, dict) else []
-    stack: list[tuple[Any, Any]] = [(value, root)]
-    while stack:
-        source, target = stack.pop()
-        items = source.items() if isinstance(source, dict) else enumerate(source)
-        for key, item in items:
-            if isinstance(item, dict | list):
-                copy: Any = {} if isinstance(item, dict) else []
-                stack.append((item, copy))
-            else:
-                copy = _spelled_number(item)
-            if isinstance(target, dict):
-                target[key] = copy
-            else:
-                target.append(copy)
-    return root
+    return jsonsafe.map_leaves(value, _spelled_number)
 
 
 def _spelled_number(value: Any) -> Any:

@@ -7,11 +7,8 @@ from __future__ import annotations
 
 import functools
 import json
-import os
 import queue
 import subprocess
-import sys
-import threading
 import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
@@ -21,39 +18,17 @@ from typing import Any
 from adapters.a2a.harness.cli import _serve_hint
 from tau_bench.fakes import OpenAIServer
 from tau_bench.fakes.openai_server import ChatReply, ChatRequest
+from tests.adapters.pasted_hints import TAU, stream_lines, user_env
 
-from ...conftest import DATA_DIR
 from .conftest import reference_app
 
-BIN = Path(sys.executable).parent
-TAU = str(BIN / "tau")
 DEADLINE = 120.0  # seconds for the agent to start, or a command to finish (loaded 2 cores)
 SECRET = "a2a-secret-QWERTY-1234"
 SERVE_LLM = [TAU, "a2a", "serve-agent", "--port", "0", "--brain", "tool-calling", "--model", "m"]
 
 
 def _env(**extra: str) -> dict[str, str]:
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("A2A_", "TAU_A2A_"))}
-    env.update(
-        PATH=f"{BIN}{os.pathsep}{env.get('PATH', '')}",
-        TAU_BENCH_DATA=str(DATA_DIR),
-        LITELLM_LOCAL_MODEL_COST_MAP="True",
-    )
-    env.update(extra)
-    return env
-
-
-def _lines(stream: Any) -> queue.Queue[str]:
-    """The stream's lines as they come ("" at its end), read by a thread."""
-    lines: queue.Queue[str] = queue.Queue()
-
-    def pump() -> None:
-        for line in stream:
-            lines.put(line)
-        lines.put("")
-
-    threading.Thread(target=pump, daemon=True).start()
-    return lines
+    return user_env(("A2A_", "TAU_A2A_"), **extra)
 
 
 @contextmanager
@@ -68,7 +43,7 @@ def _agent(*args: str, env: dict[str, str]) -> Iterator[tuple[str, list[str]]]:
         text=True,
     )
     end = time.monotonic() + DEADLINE
-    out, errors = _lines(proc.stdout), _lines(proc.stderr)
+    out, errors = stream_lines(proc.stdout), stream_lines(proc.stderr)
     said: list[str] = []
 
     def next_line(lines: queue.Queue[str]) -> str:

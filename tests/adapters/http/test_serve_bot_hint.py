@@ -6,11 +6,8 @@ OpenAI-compatible server) or stops the bot in one line before it listens."""
 from __future__ import annotations
 
 import json
-import os
 import queue
 import subprocess
-import sys
-import threading
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -20,24 +17,15 @@ import httpx
 
 from tau_bench.fakes import OpenAIServer
 from tau_bench.fakes.openai_server import ChatReply, ChatRequest
-from tests.conftest import DATA_DIR
+from tests.adapters.pasted_hints import TAU, stream_lines, user_env
 
-BIN = Path(sys.executable).parent
-TAU = str(BIN / "tau")
 DEADLINE = 120.0  # seconds for the bot to start, or a hinted command to finish (loaded 2 cores)
 TOKEN = "bot-tok-SECRET-4711"
 
 
 def _env(**extra: str) -> dict[str, str]:
-    """The user's shell: `tau` on PATH, data found, no BOT_URL or BOT_TOKEN yet."""
-    env = {k: v for k, v in os.environ.items() if k not in ("BOT_URL", "BOT_TOKEN")}
-    env.update(
-        PATH=f"{BIN}{os.pathsep}{env.get('PATH', '')}",
-        TAU_BENCH_DATA=str(DATA_DIR),
-        LITELLM_LOCAL_MODEL_COST_MAP="True",
-    )
-    env.update(extra)
-    return env
+    """The user's shell: no BOT_URL or BOT_TOKEN yet."""
+    return user_env(("BOT_URL", "BOT_TOKEN"), **extra)
 
 
 @contextmanager
@@ -51,15 +39,7 @@ def _bot(*args: str, env: dict[str, str]) -> Iterator[tuple[subprocess.Popen[str
         stderr=subprocess.PIPE,
         text=True,
     )
-    lines: queue.Queue[str] = queue.Queue()
-
-    def pump() -> None:
-        assert proc.stderr is not None
-        for line in proc.stderr:
-            lines.put(line)
-        lines.put("")  # end of stream
-
-    threading.Thread(target=pump, daemon=True).start()
+    lines = stream_lines(proc.stderr)
     said: list[str] = []
     end = time.monotonic() + DEADLINE
     try:

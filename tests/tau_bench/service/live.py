@@ -16,8 +16,9 @@ from typing import Any
 from tau_bench.service import server as service_server
 from tau_bench.service.api import create_app
 from tau_bench.service.settings import ServiceSettings
+from tests.tau_bench.raw_sockets import SAFETY, is_open, read_until_closed
 
-SAFETY = 30.0  # seconds a socket read may block before the test gives up (never reached)
+__all__ = ["SAFETY", "connect", "is_open", "live_server", "read_until_closed"]
 
 
 @contextmanager
@@ -50,24 +51,3 @@ def live_server(settings: ServiceSettings) -> Iterator[tuple[str, int, Any]]:
 
 def connect(port: int) -> socket.socket:
     return socket.create_connection(("127.0.0.1", port), timeout=SAFETY)
-
-
-def read_until_closed(sock: socket.socket) -> bytes:
-    """Everything the server sends until it closes the connection."""
-    data = b""
-    while chunk := sock.recv(65536):
-        data += chunk
-    return data
-
-
-def is_open(sock: socket.socket) -> bool:
-    sock.setblocking(False)
-    try:
-        return sock.recv(1) != b""
-    except BlockingIOError:
-        return True
-    except ConnectionError:
-        return False
-    finally:
-        sock.setblocking(True)
-        sock.settimeout(SAFETY)

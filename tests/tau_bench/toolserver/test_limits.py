@@ -25,12 +25,12 @@ from tau_bench.domains import Domain
 from tau_bench.env import Env
 from tau_bench.toolserver import BackgroundServer, SessionStore, create_app
 from tau_bench.toolserver.sessions import SessionLimitError
+from tests.tau_bench.raw_sockets import SAFETY, is_open, read_until_closed
 
 from .conftest import TOY_TASK
 
 TOKEN = "tool-token-limits"
 AUTH = {"Authorization": f"Bearer {TOKEN}"}
-SAFETY = 30.0  # seconds a socket read may block before the test gives up (never reached)
 
 
 def _limits(**kwargs: float) -> Any:
@@ -45,26 +45,6 @@ def _connect(url: str) -> socket.socket:
     return sock
 
 
-def _read_until_closed(sock: socket.socket) -> bytes:
-    """Everything the server sends until it closes the connection."""
-    data = b""
-    while chunk := sock.recv(65536):
-        data += chunk
-    return data
-
-
-def _is_open(sock: socket.socket) -> bool:
-    sock.setblocking(False)
-    try:
-        return sock.recv(1) != b""
-    except BlockingIOError:
-        return True
-    except ConnectionError:
-        return False
-    finally:
-        sock.setblocking(True)
-
-
 HALF_HEAD = b"GET /health HTTP/1.1\r\nHost: x\r\n"  # the blank line never comes
 
 
@@ -74,7 +54,7 @@ def test_a_request_that_never_finishes_its_headers_is_cut(toy: Domain) -> None:
         sock = _connect(server.url)
         with sock:
             sock.sendall(HALF_HEAD)
-            assert _read_until_closed(sock) == b""  # closed by the server, nothing sent
+            assert read_until_closed(sock) == b""  # closed by the server, nothing sent
         assert httpx.get(f"{server.url}/health").status_code == 200
 
 
@@ -93,7 +73,7 @@ def test_a_body_that_drips_gets_a_408_and_the_connection_closes(toy: Domain) -> 
                     "Accept: application/json, text/event-stream\r\n"
                     "Content-Length: 100\r\n\r\n{".encode()
                 )
-                answer = _read_until_closed(sock)
+                answer = read_until_closed(sock)
             head, _, body = answer.partition(b"\r\n\r\n")
             assert head.startswith(b"HTTP/1.1 408 "), (path, answer)
             assert json.loads(body) == {"detail": "body not received within 0.5 seconds"}
@@ -113,7 +93,7 @@ def test_at_the_connection_cap_the_longest_waiting_connection_makes_room(toy: Do
         assert httpx.get(f"{server.url}/health").status_code == 200
         readable, _, _ = select.select(idle, [], [], SAFETY)  # an EOF is readable
         assert readable
-        assert sum(not _is_open(sock) for sock in idle) == 1
+        assert sum(not is_open(sock) for sock in idle) == 1
 
 
 def test_at_the_cap_with_every_connection_busy_a_new_one_is_refused(toy: Domain) -> None:
@@ -129,7 +109,7 @@ def test_at_the_cap_with_every_connection_busy_a_new_one_is_refused(toy: Domain)
             # "100 Continue" comes once the handler reads the body: it is busy now
             assert sock.recv(65536).startswith(b"HTTP/1.1 100 ")
         refused = stack.enter_context(_connect(server.url))
-        assert _read_until_closed(refused) == b""  # closed at once, before any request
+        assert read_until_closed(refused) == b""  # closed at once, before any request
         for sock in busy:  # the busy ones were left alone: they finish normally
             sock.sendall(b"{}")
             assert sock.recv(65536).startswith(b"HTTP/1.1 201 ")
@@ -216,7 +196,7 @@ def test_body_timeouts_leave_no_traceback(toy: Domain, caplog: pytest.LogCapture
                 f"POST /sessions HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer {TOKEN}\r\n"
                 "Content-Length: 10\r\n\r\n{".encode()
             )
-            assert _read_until_closed(sock) == b""  # the whole-request deadline cut it
+            assert read_until_closed(sock) == b""  # the whole-request deadline cut it
         assert httpx.get(f"{server.url}/health").status_code == 200
     assert not [r for r in caplog.records if r.exc_info], caplog.text
 
