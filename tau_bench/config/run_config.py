@@ -309,37 +309,27 @@ def secret_option_names(strategy: str) -> frozenset[str]:
     """The agent options the strategy's adapter marks secret (`json_schema_extra=
     {"secret": True}` in its options model), whatever their names; none when the adapter
     cannot be loaded (building it fails the run with its own message)."""
-    return _secret_option_names(strategy)
-
-
-@functools.lru_cache(maxsize=64)
-def _secret_option_names(strategy: str) -> frozenset[str]:
-    from tau_adapters.options import options_model, secret_fields
-    from tau_adapters.registry import load_builder
-
-    try:
-        model = options_model(load_builder(strategy))
-    except Exception:
-        return frozenset()
-    return secret_fields(model) if model is not None else frozenset()
+    return _marked_options(strategy, "secret")
 
 
 def path_option_names(strategy: str) -> frozenset[str]:
     """The agent options the strategy's adapter marks as a file's path (`json_schema_extra=
     {"path": True}`); none when the adapter cannot be loaded."""
-    return _path_option_names(strategy)
+    return _marked_options(strategy, "path")
 
 
 @functools.lru_cache(maxsize=64)
-def _path_option_names(strategy: str) -> frozenset[str]:
-    from tau_adapters.options import options_model, path_fields
+def _marked_options(strategy: str, mark: str) -> frozenset[str]:
+    from tau_adapters.options import options_model, path_fields, secret_fields
     from tau_adapters.registry import load_builder
 
     try:
         model = options_model(load_builder(strategy))
     except Exception:
         return frozenset()
-    return path_fields(model) if model is not None else frozenset()
+    if model is None:
+        return frozenset()
+    return secret_fields(model) if mark == "secret" else path_fields(model)
 
 
 def _redacted(data: dict[str, Any]) -> dict[str, Any]:
