@@ -9,6 +9,7 @@ rendering) runs in worker threads so the event loop keeps serving and running ep
 from __future__ import annotations
 
 import asyncio
+import urllib.parse
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from typing import Any
@@ -233,10 +234,25 @@ def create_app(settings: ServiceSettings) -> FastAPI:
     async def list_runs(
         status: str | None = Query(default=None),
         limit: int = Query(default=100, ge=1, le=1000),
+        before: str | None = Query(default=None, max_length=64),
     ) -> dict[str, Any]:
         if status is not None and status not in STATUSES:
             raise SubmissionError("status", f"unknown status (one of: {', '.join(STATUSES)})")
-        return {"runs": [_view(r) for r in manager.runs(status, limit)]}
+        if before is not None:
+            try:
+                manager.get(before)
+            except RunNotFound:
+                raise SubmissionError(
+                    "before", "no run with this id (use a page's `next`)"
+                ) from None
+        rows, cursor = manager.runs(status, limit, before)
+        page: dict[str, Any] = {"runs": [_view(r) for r in rows]}
+        if cursor is not None:
+            query: dict[str, Any] = {"limit": limit, "before": cursor}
+            if status is not None:
+                query["status"] = status
+            page["next"] = "/runs?" + urllib.parse.urlencode(query)
+        return page
 
     @api.get("/runs/{run_id}")
     async def get_run(

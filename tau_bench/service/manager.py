@@ -226,10 +226,17 @@ class RunManager:
         pending = self._unsaved.get(row.id)
         return dataclasses.replace(row, **pending) if pending else row
 
-    def runs(self, status: str | None, limit: int) -> list[RunRow]:
-        """Runs newest first (`RunStore.runs`), as they are."""
-        rows = [self.current(r) for r in self.store.runs(status, limit)]
-        return [r for r in rows if status is None or r.status == status]
+    def runs(
+        self, status: str | None, limit: int, before: str | None = None
+    ) -> tuple[list[RunRow], str | None]:
+        """A page of runs newest first (`RunStore.runs`), as they are, and the cursor of
+        the next page (the page's last run), None when no run is left after it."""
+        page = self.store.runs(status, limit + 1, before)
+        more = len(page) > limit
+        page = page[:limit]
+        rows = [self.current(r) for r in page]
+        cursor = page[-1].id if more and page else None
+        return [r for r in rows if status is None or r.status == status], cursor
 
     # -- writes that must not be lost ---------------------------------------------------
 

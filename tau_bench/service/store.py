@@ -202,13 +202,22 @@ class RunStore:
             ).fetchone()
         return _row(found) if found else None
 
-    def runs(self, status: str | None = None, limit: int | None = None) -> list[RunRow]:
-        """Runs newest first, optionally of one status."""
+    def runs(
+        self, status: str | None = None, limit: int | None = None, before: str | None = None
+    ) -> list[RunRow]:
+        """Runs newest first, optionally of one status, optionally only those submitted
+        before the run `before` (a page's cursor: the last run of the page before)."""
         query = f"SELECT {_COLUMNS} FROM runs"
+        conditions: list[str] = []
         params: list[Any] = []
         if status is not None:
-            query += " WHERE status = ?"
+            conditions.append("status = ?")
             params.append(status)
+        if before is not None:
+            conditions.append("seq < (SELECT seq FROM runs WHERE id = ?)")
+            params.append(before)
+        if conditions:
+            query += " WHERE " + " AND ".join(conditions)
         query += " ORDER BY seq DESC"
         if limit is not None:
             query += " LIMIT ?"
