@@ -13,9 +13,10 @@ import os
 import stat
 from pathlib import Path
 
+from tau_adapters.jsonsafe import printable
 from tau_adapters.redaction import truncate
 
-__all__ = ["output_problem", "same_file", "special_kind"]
+__all__ = ["output_problem", "same_file", "shown_path", "special_kind"]
 
 
 def output_problem(path: Path, flag: str = "-o", *, folder: bool = False) -> str | None:
@@ -26,28 +27,34 @@ def output_problem(path: Path, flag: str = "-o", *, folder: bool = False) -> str
     try:
         return _output_problem(path, flag, folder)
     except OSError as exc:  # `Path.is_dir` and `exists` raise for a name too long
-        shown = truncate(str(path), 200)
-        return f"{flag} {shown}: {exc.strerror or exc}"
+        return f"{flag} {shown_path(path)}: {exc.strerror or exc}"
+
+
+def shown_path(path: str | Path) -> str:
+    """`path` as one line of an error: a newline, a tab or an escape sequence in a file
+    name shown escaped, at most 200 characters."""
+    return truncate(printable(str(path)).replace("\n", "\\n").replace("\t", "\\t"), 200)
 
 
 def _output_problem(path: Path, flag: str, folder: bool) -> str | None:
+    shown = shown_path(path)
     if folder:
         if path.exists() and not path.is_dir():
-            return f"{flag} {path} is a file, not a folder"
+            return f"{flag} {shown} is a file, not a folder"
         start = path
     else:
         if path.is_dir():
-            return f"{flag} {path} is a folder; give a file name"
+            return f"{flag} {shown} is a folder; give a file name"
         kind = special_kind(path)
         if kind is not None:
-            return f"{flag} {path} is {kind}, not a regular file; give a file name"
+            return f"{flag} {shown} is {kind}, not a regular file; give a file name"
         start = path.parent
     for ancestor in (start, *start.parents):
         if ancestor.exists():
             if not ancestor.is_dir():
-                return f"{flag} {path}: {ancestor} is not a folder"
+                return f"{flag} {shown}: {shown_path(ancestor)} is not a folder"
             if not os.access(ancestor, os.W_OK | os.X_OK):
-                return f"{flag} {path}: {ancestor} is not writable"
+                return f"{flag} {shown}: {shown_path(ancestor)} is not writable"
             return None
     return None
 

@@ -23,6 +23,7 @@ import typer
 
 from tau_adapters.registry import one_line
 from tau_bench.cli.errors import fail
+from tau_bench.output_files import shown_path
 
 if TYPE_CHECKING:
     from tau_bench.analysis.compare import Comparison
@@ -281,7 +282,7 @@ def compare(
                     json_out, {**data, **({"gate": gate_result} if gate_result else {})}
                 )
             except OSError as exc:  # a full disk, a file size limit, a special file system
-                fail(f"--json: cannot write {json_out}: {exc.strerror or exc}")
+                fail(f"--json: cannot write {shown_path(json_out)}: {exc.strerror or exc}")
             note(f"wrote {json_out}")
         gate_exit(gate_result)
 
@@ -342,11 +343,11 @@ def report(
             try:
                 png_dir.mkdir(parents=True, exist_ok=True)
             except OSError as exc:
-                fail(f"--png-dir: cannot make {png_dir}: {exc.strerror or exc}")
+                fail(f"--png-dir: cannot make {shown_path(png_dir)}: {exc.strerror or exc}")
         try:
             write_report(output, comparison, title=title)
         except OSError as exc:  # the previous report, if any, is left as it was
-            fail(f"cannot write {output}: {exc.strerror or exc}")
+            fail(f"cannot write {shown_path(output)}: {exc.strerror or exc}")
         note(f"wrote {output} ({output.stat().st_size / 1e6:.1f} MB)")
         if png_dir is not None:
             from tau_bench.analysis.plots import write_pngs
@@ -354,6 +355,8 @@ def report(
             try:
                 written = write_pngs(comparison, png_dir)
             except OSError as exc:
-                fail(f"--png-dir: cannot write the charts in {png_dir}: {exc.strerror or exc}")
+                fail(
+                    f"--png-dir: cannot write the charts in {shown_path(png_dir)}: {exc.strerror or exc}"
+                )
             for path in written:
                 note(f"wrote {path}")

@@ -22,6 +22,7 @@ from tau_bench.cli.compare_cmd import (
     writing_stdout,
 )
 from tau_bench.cli.errors import fail
+from tau_bench.output_files import shown_path
 
 
 def rescore(
@@ -123,7 +124,7 @@ def rescore(
         try:
             write_rescored(outcome, output)
         except OSError as exc:  # a full disk, a file size limit: no .tmp is left
-            fail(f"cannot write {output}: {exc.strerror or exc}")
+            fail(f"cannot write {shown_path(output)}: {exc.strerror or exc}")
         note(f"wrote {output}")
 
 
@@ -280,7 +281,7 @@ def _write_analysis(out: Path, analysis: Any) -> None:
     try:
         write_json_atomic(out, analysis.to_dict())
     except OSError as exc:
-        fail(f"cannot write {out}: {exc.strerror or exc}")
+        fail(f"cannot write {shown_path(out)}: {exc.strerror or exc}")
 
 
 def _print_analysis(analysis: Any) -> None:
@@ -349,5 +350,7 @@ def export(
                 model=model or run.model or run.agent,
             )
         except OSError as exc:  # the half-written folder is already removed
-            fail(f"{run.label}: cannot write the export in {output}: {exc.strerror or exc}")
+            fail(
+                f"{run.label}: cannot write the export in {shown_path(output)}: {exc.strerror or exc}"
+            )
         note(f"{run.label}: wrote {folder}")

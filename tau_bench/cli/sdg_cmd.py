@@ -71,6 +71,7 @@ def generate(
 
     from tau_bench import terminal
     from tau_bench.llm import LLMAuthError
+    from tau_bench.output_files import shown_path
     from tau_bench.sdg.difficulty import Difficulty
     from tau_bench.sdg.pipeline import GenerateOptions
     from tau_bench.sdg.pipeline import generate as run_generation
@@ -106,7 +107,7 @@ def generate(
     except LLMAuthError as exc:
         fail(f"the model refused the credentials: {exc}")
     except OSError as exc:
-        fail(f"cannot write {exc.filename or output_file}: {exc.strerror}")
+        fail(f"cannot write {shown_path(exc.filename or output_file)}: {exc.strerror}")
     console.print(_report_table(report))
     if report.written:
         console.print(

@@ -15,6 +15,7 @@ from tau_adapters.jsonsafe import printable
 from tau_adapters.redaction import environment_secrets, mask_values
 from tau_bench.cli.errors import fail, note
 from tau_bench.cli.output_paths import check_output
+from tau_bench.output_files import shown_path
 
 __all__ = ["export_tau2", "rescore_tau2"]
 
@@ -116,7 +117,7 @@ def export_tau2(runs: list[Any], output: Path, data_dir: str | None) -> None:
             except ExportError as exc:  # a damaged record, a task recorded twice
                 fail(str(exc))
             except OSError as exc:
-                fail(f"cannot write {path}: {exc.strerror or exc}")
+                fail(f"cannot write {shown_path(path)}: {exc.strerror or exc}")
             wrote += 1
             extra = f", {done.skipped_errors} errored left out" if done.skipped_errors else ""
             note(f"{run.label}: wrote {path} ({done.simulations} simulations{extra})")

@@ -10,6 +10,7 @@ from pathlib import Path
 import typer
 
 from tau_bench.cli.errors import fail
+from tau_bench.output_files import shown_path
 
 app = typer.Typer(no_args_is_help=True, add_completion=False)
 
@@ -127,5 +128,5 @@ def openapi(
     try:
         output.write_text(text, encoding="utf-8")
     except OSError as exc:
-        fail(f"cannot write {output}: {exc.strerror}")
+        fail(f"cannot write {shown_path(output)}: {exc.strerror}")
     print(f"wrote {output}", file=sys.stderr)

@@ -27,6 +27,9 @@ OUTPUT_FORMATS = ("tau-bench",)
 MAX_TRIALS = 10_000  # a run's trials are kept in memory: far above any real use
 MAX_WORKERS = 4_096  # Ray workers of one run: a large cluster's CPUs, not a typo's billion
 MAX_CONCURRENCY = 1_000_000  # a run's episodes at most (`runner.plan.MAX_EPISODES`)
+MAX_STEPS = 100_000  # agent actions of one episode: ~3,000 times the original's 30
+MAX_SEED = 2**63 - 1  # seeds (and --shuffle) are 64-bit, as numpy's and the providers' are
+MAX_FAILURES_IN_A_ROW = MAX_CONCURRENCY  # a breaker past a run's episodes never trips
 MAX_PLATFORM_PRICE = 1_000.0  # USD per request: past any platform's; 1e308 made costs infinite
 # A run name is a file-name stem inside --log-dir: no path, no leading dot.
 RUN_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,99}$")
@@ -117,12 +120,12 @@ class RunConfig(BaseModel):
     ray_address: str | None = None
     # Model calls: litellm, the direct OpenAI-compatible path, or "auto" (direct where exact).
     llm_path: Literal["auto", "litellm", "direct"] = "auto"
-    seed: int = 10
-    shuffle: int = 0
+    seed: int = Field(default=10, ge=-MAX_SEED - 1, le=MAX_SEED)
+    shuffle: int = Field(default=0, ge=-MAX_SEED - 1, le=MAX_SEED)
     log_dir: str = "results"
     few_shot_displays_path: str | None = None
     data_dir: str | None = None
-    max_steps: int = Field(default=DEFAULT_MAX_STEPS, ge=1)
+    max_steps: int = Field(default=DEFAULT_MAX_STEPS, ge=1, le=MAX_STEPS)
     max_tool_calls_per_turn: int | None = Field(default=None, ge=1)
     resume: str | None = None
     provider_limits: dict[str, int] = Field(default_factory=dict)
@@ -134,7 +137,7 @@ class RunConfig(BaseModel):
     platform_price_per_request: float | None = Field(default=None, ge=0, le=MAX_PLATFORM_PRICE)
     # Failing fast (tau_bench.runner.preflight / breaker / deadlines; docs/running.md).
     skip_preflight: bool = False
-    max_consecutive_failures: int = Field(default=5, ge=0)  # 0: never stop early
+    max_consecutive_failures: int = Field(default=5, ge=0, le=MAX_FAILURES_IN_A_ROW)  # 0: never
     episode_timeout: float = Field(default=1800.0, gt=0, le=MAX_TIMEOUT)
     turn_timeout: float = Field(default=600.0, gt=0, le=MAX_TIMEOUT)
 

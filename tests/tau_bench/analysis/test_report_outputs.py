@@ -167,6 +167,26 @@ def test_compare_json_that_cannot_be_written(
 
 
 @pytest.mark.parametrize(
+    ("target", "message"),
+    [
+        ("a\nfile/x.json", "--json {folder}/a\\nfile/x.json: {folder}/a\\nfile is not a folder"),
+        ("a\ndir", "--json {folder}/a\\ndir is a folder; give a file name"),
+        ("/proc/x\ny.json", "--json: cannot write /proc/x\\ny.json: "),
+        ("/proc/x\ty.json", "--json: cannot write /proc/x\\ty.json: "),
+    ],
+)
+def test_a_newline_in_an_output_path_stays_on_the_error_line(
+    two: tuple[Path, Path], target: str, message: str
+) -> None:
+    folder = two[0].parent
+    (folder / "a\nfile").write_text("x")
+    (folder / "a\ndir").mkdir()
+    out = target if target.startswith("/") else str(folder / target)
+    proc = tau("compare", *two, "--json", out, "--no-matrix")
+    assert one_error_line(proc).startswith("error: " + message.format(folder=folder))
+
+
+@pytest.mark.parametrize(
     ("png_dir", "message"),
     [
         ("afile", "--png-dir {folder}/afile is a file, not a folder"),

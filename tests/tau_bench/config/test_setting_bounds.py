@@ -18,7 +18,10 @@ from tau_bench.config import RunConfigError, build_config, eval_config_from_mapp
 from tau_bench.config.eval_config import MAX_USER_MODELS
 from tau_bench.config.run_config import (
     MAX_CONCURRENCY,
+    MAX_FAILURES_IN_A_ROW,
     MAX_PLATFORM_PRICE,
+    MAX_SEED,
+    MAX_STEPS,
     MAX_TRIALS,
     MAX_WORKERS,
 )
@@ -102,6 +105,12 @@ def test_tau_run_refuses_a_bad_api_base_before_any_model_call() -> None:
         # 1e308 USD a request made a run's cost infinite, and its log unreadable
         ("platform_price_per_request", 1e308),
         ("platform_price_per_request", MAX_PLATFORM_PRICE * 2),
+        # 10**200 behaved as a large number; a seed past 64 bits reaches no model
+        ("seed", 10**200),
+        ("seed", MAX_SEED + 1),
+        ("shuffle", MAX_SEED + 1),
+        ("max_steps", MAX_STEPS + 1),
+        ("max_consecutive_failures", MAX_FAILURES_IN_A_ROW + 1),
     ],
 )
 def test_the_numbers_a_run_asks_for_are_bounded(setting: str, value: float) -> None:
@@ -110,6 +119,13 @@ def test_the_numbers_a_run_asks_for_are_bounded(setting: str, value: float) -> N
     build_config(
         {"env": "airline", setting: type(value)(value // 2 if setting == "workers" else 1)}
     )
+
+
+def test_seeds_are_64_bit_either_sign() -> None:
+    for seed in (MAX_SEED, -MAX_SEED - 1, 0, -5):
+        assert build_config({"env": "airline", "seed": seed}).seed == seed
+    with pytest.raises(RunConfigError, match=r"^seed: .*greater than or equal"):
+        build_config({"env": "airline", "seed": -MAX_SEED - 2})
 
 
 @pytest.mark.parametrize("price", [float("inf"), float("nan"), -1.0])
