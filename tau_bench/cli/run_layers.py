@@ -144,6 +144,10 @@ def config_from_context(ctx: typer.Context) -> tuple[RunConfig, frozenset[str]]:
     cli = config_from_mapping(cli_mapping(given, strategy))
     merged = _merge(base, yaml_layer, cli)
     chosen = cli.get("backend", yaml_layer.get("backend"))  # the resumed run's is no choice
+    if chosen == "local":  # a resume moved off Ray: the resumed run's Ray settings go
+        for key in ("workers", "ray_address"):
+            if key not in cli and key not in yaml_layer:
+                merged.pop(key, None)
     problem = backend_conflict(chosen, merged.get("workers"), merged.get("ray_address"))
     if problem is not None:
         raise RunConfigError(problem)

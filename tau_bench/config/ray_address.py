@@ -59,9 +59,15 @@ def _valid_host(host: str) -> bool:
 
 
 def check_ray_address(value: str | None) -> str | None:
-    """`value` stripped (None when empty) if it has one of the `FORMS`; ValueError if not."""
-    if value is None or not value.strip():
+    """`value` stripped if it has one of the `FORMS`; ValueError if not. An empty address
+    is refused, not taken for none: `--ray-address "$HEAD"` with `HEAD` unset would
+    otherwise run on this machine without a word."""
+    if value is None:
         return None
+    if not value.strip():
+        raise ValueError(
+            f"the address is empty (an unset variable?): give {FORMS}, or leave it out"
+        )
     address = value.strip()
     split_host_port(address)
     return address

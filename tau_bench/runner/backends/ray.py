@@ -39,6 +39,7 @@ import signal
 import socket
 import sys
 import threading
+import uuid
 from collections.abc import Callable, Iterator
 from typing import Any
 
@@ -48,7 +49,7 @@ from tau_bench.json_decode import loads
 from tau_bench.runner.backends import Key, check_local_ray, share, worker_config
 from tau_bench.runner.backends.dispatch import Dispatch
 from tau_bench.runner.backends.limiter import LEASE_TTL, ProviderLimiter
-from tau_bench.runner.backends.ray_actors import EpisodeWorker, WorkerSetupError
+from tau_bench.runner.backends.ray_actors import EpisodeWorker, LimiterName, WorkerSetupError
 from tau_bench.runner.backends.ray_futures import all_results, reply
 
 MAX_RESTARTS = 3
@@ -139,7 +140,7 @@ def reach(address: str, deadline: float = CONNECT_DEADLINE) -> None:
     rather than Ray's half-minute or more of retries."""
     if address == "local":
         return
-    if address == "auto" and os.environ.get("RAY_ADDRESS"):  # as `ray.init` reads it
+    if address == "auto" and os.environ.get("RAY_ADDRESS", "").strip():  # as `ray.init` reads it
         try:  # checked as --ray-address is: an error may echo it, masked
             address = check_ray_address(os.environ["RAY_ADDRESS"]) or address
         except ValueError as exc:
@@ -287,9 +288,39 @@ def start_ray(address: str | None, workers: int, runs: int = 1) -> bool:
                 ray.init(address=address, **common)
     else:
         check_local_ray(workers, max(1, runs))
-        with _starting_ray(ray):
+        with _starting_ray(ray), _own_process_group():
             ray.init(address="local", num_cpus=max(1, workers) * max(1, runs), **common)
     return True
+
+
+@contextlib.contextmanager
+def _own_process_group() -> Iterator[None]:
+    """Around `ray.init` of a local Ray: the services it starts (GCS, raylet, monitor,
+    and through the raylet the workers) get a process group of their own, as Ray gives
+    them on Windows. In the driver's, a signal to the whole group (`timeout`, `kill --
+    -PGID`, a shell's job control) reached them too: the raylet died under the driver's
+    core worker while it registered (Ray's native `Failed to register worker to Raylet`,
+    exit 1, rather than the run's `terminated (SIGTERM)` line and 143), and Ray's
+    monitor printed its traceback. They still die with the driver: Ray starts them
+    fate-shared (`PR_SET_PDEATHSIG`); without that (not Linux) they stay in its group,
+    where Ray's reaper finds them."""
+    from ray._private import services, utils
+
+    plain = getattr(services, "ConsolePopen", None)  # private: absent, Ray's own way
+    if plain is None or sys.platform == "win32" or not utils.detect_fate_sharing_support():
+        yield
+        return
+
+    class _OwnGroupPopen(plain):  # type: ignore[misc,valid-type]
+        def __init__(self, *args: Any, **kwargs: Any) -> None:
+            kwargs.setdefault("process_group", 0)
+            super().__init__(*args, **kwargs)
+
+    services.ConsolePopen = _OwnGroupPopen  # type: ignore[misc]
+    try:
+        yield
+    finally:
+        services.ConsolePopen = plain  # type: ignore[misc]
 
 
 class RayStartTerminated(SystemExit):
@@ -400,8 +431,9 @@ class _ProcessRay:
         self.users = 0
         self.runs = 1  # runs at once a local Ray started now is sized for
         self.owned = False  # this process started the Ray and must stop it
-        # provider limits -> [their limiter actor, runs using it]: runs at once with the
-        # same limits share one limiter, so the caps hold for all of them together
+        # provider limits -> [their limiter actor, runs using it, its name]: runs at
+        # once with the same limits share one limiter, so the caps hold for all of them
+        # together
         self.limiters: dict[tuple[tuple[str, int], ...], list[Any]] = {}
 
     def join(self, address: str | None, workers: int) -> None:
@@ -417,25 +449,31 @@ class _ProcessRay:
                 self.owned = False
                 ray_module().shutdown()
 
-    def limiter(self, ray: Any, limits: dict[str, int]) -> Any:
-        """The limiter actor of `limits`, shared with the runs using the same ones."""
+    def limiter(self, ray: Any, limits: dict[str, int]) -> tuple[Any, LimiterName]:
+        """The limiter actor of `limits`, shared with the runs using the same ones, and
+        its name (how the workers find it)."""
         key = tuple(sorted(limits.items()))
         with self.lock:
             entry = self.limiters.get(key)
             if entry is None:
+                # Named: the workers find it by name (`LimiterName`), not by a handle
+                # among their constructor's arguments.
+                name = LimiterName(
+                    (f"tau-bench-limiter-{uuid.uuid4().hex}", ray.get_runtime_context().namespace)
+                )
                 actor = (
                     ray.remote(ProviderLimiter)
-                    .options(num_cpus=0, max_concurrency=10_000)
+                    .options(num_cpus=0, max_concurrency=10_000, name=name[0], namespace=name[1])
                     .remote(limits, LEASE_TTL)
                 )
-                entry = self.limiters[key] = [actor, 0]
+                entry = self.limiters[key] = [actor, 0, name]
             entry[1] += 1
-            return entry[0]
+            return entry[0], entry[2]
 
     def release_limiter(self, ray: Any, actor: Any) -> None:
         """One run less uses `actor`; the last one kills it."""
         with self.lock:
-            for key, (shared, users) in list(self.limiters.items()):
+            for key, (shared, users, _) in list(self.limiters.items()):
                 if shared is actor:
                     if users > 1:
                         self.limiters[key][1] = users - 1
@@ -620,8 +658,9 @@ class RayBackend:
 
     def _start_actors(self, ray: Any) -> None:
         per_worker = share(self.in_flight_cap(), self.workers)
+        limiter = None
         if self.config.provider_limits:
-            self.limiter = _PROCESS_RAY.limiter(ray, dict(self.config.provider_limits))
+            self.limiter, limiter = _PROCESS_RAY.limiter(ray, dict(self.config.provider_limits))
         data = worker_config(self.config, self.workers)
         data["max_concurrency"] = per_worker
         actor = ray.remote(EpisodeWorker).options(
@@ -635,9 +674,11 @@ class RayBackend:
             # retrying an exchange would run its batch twice.
             max_task_retries=0,
         )
-        self.actors = [
-            actor.remote(data, self.limiter, self.runner_cls) for _ in range(self.workers)
-        ]
+        # The limiter goes by name: an actor handle among a restartable actor's
+        # constructor arguments had Ray print a native error line (`... has constructor
+        # arguments in the object store and max_restarts > 0 ...`) on every run with
+        # `--provider-limit`.
+        self.actors = [actor.remote(data, limiter, self.runner_cls) for _ in range(self.workers)]
 
     async def run(self, keys: list[Key], store: Store) -> None:
         """Run `keys` on the workers, calling `store(record data, log line)` as each

@@ -58,14 +58,27 @@ def _check_keys(config: Any, provider: Any, tasks: list[Any]) -> None:
         )
 
 
+class LimiterName(tuple[str, str]):
+    """The run's limiter actor as a worker's constructor takes it, by its name and
+    namespace (an actor handle among a restartable actor's arguments has Ray print a
+    native error line); a restarted worker finds the same limiter again."""
+
+    def resolve(self) -> Any:
+        import ray
+
+        return ray.get_actor(self[0], namespace=self[1])
+
+
 class EpisodeWorker:
     """Runs episodes of one run in a Ray worker process (an async Ray actor)."""
 
-    def __init__(self, config_data: dict[str, Any], limiter: Any, runner_cls: type) -> None:
+    def __init__(
+        self, config_data: dict[str, Any], limiter: LimiterName | None, runner_cls: type
+    ) -> None:
         """`runner_cls` is the driver's `Runner` class (Ray sends it by reference: this
         module does not import the runner, which imports the backends)."""
         self._config_data = config_data
-        self._limiter = limiter
+        self._limiter = limiter.resolve() if limiter is not None else None
         self._runner_cls = runner_cls
         self._ready: asyncio.Lock | None = None
         self._runner: Any = None

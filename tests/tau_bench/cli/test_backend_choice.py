@@ -4,6 +4,7 @@ silently overridden. Through the installed console script."""
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 import sys
@@ -74,3 +75,27 @@ def test_tau_serve_refuses_it_at_start_up(tmp_path: Path) -> None:
     argv = ["serve", "--no-auth", "--port", "0", "--state-dir", str(tmp_path / "state")]
     done = _tau([*argv, "--backend", "local", "--workers", "2"], tmp_path)
     _refusal(done, "workers 2")
+
+
+def test_a_ray_run_resumes_locally_when_asked(tmp_path: Path) -> None:
+    """The resumed run's `workers 2` is its own, no choice of this resume's: `--resume LOG
+    --backend local` runs here (it was refused as a conflict the user never made)."""
+    done = _tau([*RUN, "--task-ids", "0", "1", "--run-name", "r"], tmp_path)
+    assert done.returncode == 0, done.stderr
+    log = tmp_path / "results" / "r.jsonl"
+    header, *records = log.read_text().splitlines()
+    config = json.loads(header)
+    config["config"].update(workers=2, backend="ray")  # as a `--workers 2` run wrote it
+    log.write_text("\n".join([json.dumps(config), records[0]]) + "\n")
+
+    resumed = _tau(["run", "--resume", str(log), "--backend", "local"], tmp_path)
+    assert resumed.returncode == 0, resumed.stderr
+    assert "Traceback" not in resumed.stderr
+    lines = [json.loads(line) for line in log.read_text().splitlines()]
+    tasks = sorted(line["task_id"] for line in lines if line["type"] == "episode")
+    assert tasks == [0, 1]
+    # asked again together with Ray's own setting, it is still refused
+    _refusal(
+        _tau(["run", "--resume", str(log), "--backend", "local", "--workers", "2"], tmp_path),
+        "workers 2",
+    )

@@ -59,8 +59,11 @@ def test_anything_else_is_refused_naming_the_forms(address: str) -> None:
         check_ray_address(address)
 
 
-def test_empty_means_none() -> None:
-    assert check_ray_address("  ") is None
+def test_an_empty_address_is_refused_and_none_is_none() -> None:
+    # `--ray-address "$HEAD"` with HEAD unset ran on this machine without a word
+    for empty in ("", "  "):
+        with pytest.raises(ValueError, match=r"^the address is empty \(an unset variable\?\)"):
+            check_ray_address(empty)
     assert check_ray_address(None) is None
 
 
