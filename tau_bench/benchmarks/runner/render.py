@@ -92,6 +92,11 @@ def render(rows: list[dict[str, Any]], latency: float = DEFAULT_LATENCY) -> Any:
     return table
 
 
+CEILING_NOISE = 1.1
+"""A machine ceiling past this many times its process count is the host's drift (N busy
+processes cannot do more than N times one's work), said so under the table."""
+
+
 def scaling_lines(rows: list[dict[str, Any]]) -> list[str]:
     """One line per multi-worker Ray row, under the table: its scaling with every
     round's figure, which the table's narrow column can only give as a range."""
@@ -111,6 +116,11 @@ def scaling_lines(rows: list[dict[str, Any]]) -> list[str]:
             ratios = row.get("machine_ceiling_rounds", [])
             if len(ratios) > 1:
                 line += " (rounds " + " / ".join(f"{x:.2f}" for x in ratios) + ")"
+            if row["machine_ceiling"] > CEILING_NOISE * row["workers"]:
+                line += (
+                    f", above {row['workers']} processes' worth: the host's speed changed "
+                    "between its one- and many-process parts, so it bounds nothing"
+                )
         if "scaling_model_elsewhere" in row:  # `levels.without_the_model`
             line += (
                 f"; with the fake model's CPU elsewhere about {row['scaling_model_elsewhere']:.2f}x"

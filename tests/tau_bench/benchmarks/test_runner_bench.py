@@ -245,11 +245,9 @@ def test_the_machine_ceiling_goes_with_the_multi_worker_rows() -> None:
     # Work was done and compared (loose bounds: on a shared, loaded machine two busy
     # processes may do no more than one; the figure itself is what the benchmark reports).
     assert all(0.2 < ratio < 4.0 for ratio in figure["ratios"])
-    assert (
-        figure["median"]
-        == sorted(figure["ratios"])[0]
-        + (sorted(figure["ratios"])[1] - sorted(figure["ratios"])[0]) / 2
-    )
+    # the middle of the two (approx: `a + (b - a) / 2` and `(a + b) / 2` differ in the last
+    # bit for ~9 % of pairs, which failed this test now and then)
+    assert figure["median"] == pytest.approx(sum(figure["ratios"]) / 2)
     rows = [
         {**COMPLETE_ROW, "backend": "ray", "workers": 1, "scaling": 1.0, "efficiency": 1.0},
         {**COMPLETE_ROW, "backend": "ray", "workers": 2, "scaling": 1.5, "efficiency": 0.75},
@@ -306,6 +304,11 @@ def test_the_printed_table_cuts_no_figure_and_each_round_is_listed_under_it() ->
         "median of rounds 1.34 / 1.65 / 1.41 / 1.53 / 1.38; "
         "machine ceiling 2.00x (rounds 1.98 / 2.00 / 2.03)"
     ]
+    drifted = {**row, "machine_ceiling": 2.71, "machine_ceiling_rounds": [2.75, 2.71, 2.34]}
+    assert bench.scaling_lines([drifted])[0].endswith(
+        "machine ceiling 2.71x (rounds 2.75 / 2.71 / 2.34), above 2 processes' worth: the "
+        "host's speed changed between its one- and many-process parts, so it bounds nothing"
+    )
 
 
 def test_levels_syntax() -> None:
