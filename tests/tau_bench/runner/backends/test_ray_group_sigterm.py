@@ -12,41 +12,28 @@ from __future__ import annotations
 import os
 import signal
 import subprocess
-import time
 from pathlib import Path
 
 import psutil
 
-from tests.conftest import DATA_DIR
-from tests.tau_bench.runner.backends.refusal import DEADLINE, TAU
-from tests.tau_bench.runner.backends.test_ray_start_sigterm import AUTH_ENV
-
-
-def _raylet(driver: psutil.Process) -> psutil.Process:
-    """The driver's raylet: once it runs, the driver's core worker registers with it."""
-    end = time.monotonic() + DEADLINE
-    while time.monotonic() < end:
-        for child in driver.children(recursive=True):
-            try:
-                if child.name() == "raylet":
-                    return child
-            except psutil.NoSuchProcess:
-                continue
-        time.sleep(0.01)  # polling the process table, bounded by DEADLINE
-    raise AssertionError("the run never started its raylet")
+from tests.tau_bench.runner.backends.ray_driver import (
+    env_without_auth,
+    first_child,
+    ten_episodes_on_two_workers,
+)
+from tests.tau_bench.runner.backends.refusal import DEADLINE
 
 
 def test_local_ray_services_are_out_of_the_drivers_process_group(tmp_path: Path) -> None:
-    argv = [str(TAU), "run", "--env", "airline", "--agent-strategy", "oracle"]
-    argv += ["--user-strategy", "scripted", "--task-ids", "0-9", "--workers", "2"]
-    argv += ["--data-dir", str(DATA_DIR), "--log-dir", str(tmp_path / "r"), "--quiet"]
-    env = {k: v for k, v in os.environ.items() if k not in AUTH_ENV}
+    argv = ten_episodes_on_two_workers(tmp_path / "r")
+    env = env_without_auth()
     driver = subprocess.Popen(
         argv, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, start_new_session=True
     )
     try:
         watched = psutil.Process(driver.pid)
-        raylet = _raylet(watched)
+        # once the raylet runs, the driver's core worker registers with it
+        raylet = first_child(watched, lambda name: name == "raylet", "raylet")
         services = [p for p in watched.children(recursive=True) if p.pid != raylet.pid]
         services.append(raylet)
         in_group = []

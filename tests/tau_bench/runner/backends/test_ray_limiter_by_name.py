@@ -8,13 +8,12 @@ episode takes its slot from the limiter on a worker."""
 from __future__ import annotations
 
 import json
-import os
 import subprocess
 from pathlib import Path
 
 from tests.conftest import DATA_DIR
+from tests.tau_bench.runner.backends.ray_driver import env_without_auth
 from tests.tau_bench.runner.backends.refusal import DEADLINE, TAU
-from tests.tau_bench.runner.backends.test_ray_start_sigterm import AUTH_ENV
 
 
 def test_a_limited_ray_run_prints_no_native_error(tmp_path: Path) -> None:
@@ -23,7 +22,7 @@ def test_a_limited_ray_run_prints_no_native_error(tmp_path: Path) -> None:
     argv += ["--backend", "ray", "--workers", "1", "--max-concurrency", "4"]
     argv += ["--provider-limit", "oracle=1", "--provider-limit", "openai=2"]
     argv += ["--data-dir", str(DATA_DIR), "--log-dir", str(tmp_path / "r"), "--quiet"]
-    env = {k: v for k, v in os.environ.items() if k not in AUTH_ENV}
+    env = env_without_auth()
     done = subprocess.run(argv, env=env, capture_output=True, text=True, timeout=DEADLINE)
     assert done.returncode == 0, done.stderr[-3000:]
     said = [line for line in done.stderr.splitlines() if "Token authentication" not in line]

@@ -10,7 +10,6 @@ stopped with Ctrl-C as a user would."""
 from __future__ import annotations
 
 import json
-import os
 import queue
 import secrets
 import signal
@@ -28,10 +27,10 @@ import pytest
 from tau_bench.benchmarks.runner.replies import respond as scripted_model
 from tau_bench.fakes.openai_server import OpenAIServer
 from tests.conftest import DATA_DIR
+from tests.tau_bench.runner.backends.ray_driver import env_without_auth
 from tests.tau_bench.runner.backends.refusal import DEADLINE, TAU, tau_run_refusal
 
 RAY = Path(sys.executable).parent / "ray"
-AUTH_ENV = ("RAY_AUTH_MODE", "RAY_AUTH_TOKEN", "RAY_AUTH_TOKEN_PATH", "RAY_ADDRESS")
 
 
 def free_port() -> int:
@@ -43,7 +42,7 @@ def free_port() -> int:
 def clean_env(**extra: str) -> dict[str, str]:
     """This environment without Ray's authentication settings (a `ray.init` earlier in
     this process put `RAY_AUTH_MODE=token` in it), plus `extra`."""
-    env = {k: v for k, v in os.environ.items() if k not in AUTH_ENV}
+    env = env_without_auth()
     return {**env, "LITELLM_LOCAL_MODEL_COST_MAP": "True", **extra}
 
 
