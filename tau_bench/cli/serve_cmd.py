@@ -21,6 +21,7 @@ from tau_bench.runner.backends import check_local_ray
 from tau_bench.service.settings import (
     DEFAULT_SCORES_SETTINGS,
     LOOPBACK_HOSTS,
+    MAX_REPORT_RENDERS,
     MAX_RUNS_AT_ONCE,
     MAX_UNFINISHED_RUNS,
     STATE_DIR_ENV,
@@ -252,6 +253,16 @@ def serve(
             help="Seconds a request may take to arrive whole (headers and body).",
         ),
     ] = 30.0,
+    max_report_renders: Annotated[
+        int,
+        typer.Option(
+            "--max-report-renders",
+            min=1,
+            max=MAX_REPORT_RENDERS,
+            help="GET /runs/{id}/report pages rendered at once (each a worker thread); "
+            "one beyond is a 503 with Retry-After.",
+        ),
+    ] = 1,
 ) -> None:
     """Serve the evaluation HTTP API: submit runs, follow them, fetch scores and reports."""
     from tau_bench.server_limits import ServerLimits
@@ -310,6 +321,7 @@ def serve(
                 max_connections=max_connections, request_timeout=request_timeout
             ),
             scores_timeout=scores_timeout,
+            max_report_renders=max_report_renders,
             data_dir=str(data_dir) if data_dir else None,
             tau3_data_dir=str(tau3_data_dir) if tau3_data_dir else None,
             scores_settings=scores_settings(

@@ -23,6 +23,9 @@ MAX_RUNS_AT_ONCE = 64
 """`--max-runs` at most: each running run holds its episodes (up to `max_concurrency`
 each) and, on a local Ray, its workers' processes."""
 
+MAX_REPORT_RENDERS = 64
+"""`--max-report-renders` at most: each render is a worker thread holding a run's page."""
+
 MAX_UNFINISHED_RUNS = 10_000
 """`--max-unfinished-runs` at most: every queued run is a row and a folder the server keeps."""
 
@@ -79,7 +82,7 @@ class ServiceSettings:
     limits: ServiceLimits = field(default_factory=ServiceLimits)
     # Connection-level bounds (`--max-connections`, `--request-timeout`): `connections`.
     connections: ServerLimits = field(default_factory=ServerLimits)
-    # `GET /runs/{id}/report` renders at once at most; beyond, a 503 with Retry-After.
+    # `GET /runs/{id}/report` renders at once at most (`--max-report-renders`); beyond, a 503.
     max_report_renders: int = 1
     # Where the server's runs execute (`tau serve --backend ray`, docs/scale.md): the
     # operator's choice, never a request's (`guard` refuses these fields).
@@ -95,8 +98,8 @@ class ServiceSettings:
                 "the API token must be printable ASCII without spaces (clients send it in "
                 "an HTTP header)"
             )
-        if not 1 <= self.max_report_renders <= 64:
-            raise ValueError("max_report_renders must be 1-64")
+        if not 1 <= self.max_report_renders <= MAX_REPORT_RENDERS:
+            raise ValueError(f"max_report_renders must be 1-{MAX_REPORT_RENDERS}")
         if not 1 <= self.max_runs <= min(MAX_RUNS_AT_ONCE, self.limits.max_unfinished_runs):
             raise ValueError(
                 f"max_runs must be 1-{MAX_RUNS_AT_ONCE} and at most max_unfinished_runs "

@@ -88,6 +88,7 @@ def test_token_from_the_environment_and_scores_defaults(invoke: Any, tmp_path: P
     assert result.exit_code == 0, result.stderr
     settings: ServiceSettings = result.served[0][0].state.settings
     assert settings.token == TOKEN and settings.max_runs == 3
+    assert settings.max_report_renders == 1
     assert settings.state_dir == tmp_path / "state"
     assert settings.scores_settings == {
         "agent_strategy": "oracle",
@@ -96,6 +97,13 @@ def test_token_from_the_environment_and_scores_defaults(invoke: Any, tmp_path: P
         "agent_options": {"timeout": 9},
     }
     assert TOKEN not in result.stderr + result.stdout
+
+
+def test_report_renders_at_once_are_the_operators_choice(invoke: Any) -> None:
+    result = invoke("--max-report-renders", "4", env={"TAU_SERVE_TOKEN": TOKEN})
+    assert result.exit_code == 0, result.stderr
+    app = result.served[0][0]
+    assert app.state.settings.max_report_renders == 4
 
 
 @pytest.mark.parametrize(

@@ -51,6 +51,12 @@ def test_max_runs_has_an_upper_bound(tmp_path: Path) -> None:
     assert "Invalid value for '--max-unfinished-runs'" in done.stderr
 
 
+@pytest.mark.parametrize("renders", ["0", "65"])
+def test_report_renders_at_once_are_bounded(tmp_path: Path, renders: str) -> None:
+    done = serve(tmp_path, "--max-report-renders", renders)
+    assert "Invalid value for '--max-report-renders'" in done.stderr
+
+
 def test_max_runs_beyond_the_unfinished_runs_is_refused(tmp_path: Path) -> None:
     assert error_line(serve(tmp_path, "--max-runs", "60")) == (
         "error: --max-runs 60 is more than --max-unfinished-runs 50 (the runs the server "
