@@ -78,19 +78,43 @@ def rescore_tau2(
         f"{_fmt(out.average(out.before))} -> {_fmt(out.average(list(out.after)))}"
     )
     if output is not None:
-        write_json_atomic(output, mask_values(out.data, secrets))
+        try:
+            write_json_atomic(output, mask_values(out.data, secrets))
+        except OSError as exc:  # what only the write tells: a full disk, /proc, a size limit
+            fail(f"cannot write {shown_path(output)}: {exc.strerror or exc}")
         note(f"wrote {output}")
+
+
+def _unique_stem(stem: str, domains: list[str], used: set[str]) -> str:
+    """`stem`, or `stem_2`, `stem_3`...: the first whose `<stem>.<domain>.json` files no
+    earlier run of this export took (runs `x`, `x#2` and `x_2` would otherwise write over
+    each other's files); the names taken are added to `used`."""
+    candidate, n = stem, 1
+    while any(f"{candidate}.{d}.json" in used for d in domains):
+        n += 1
+        candidate = f"{stem}_{n}"
+    used.update(f"{candidate}.{d}.json" for d in domains)
+    return candidate
 
 
 def export_tau2(runs: list[Any], output: Path, data_dir: str | None) -> None:
     """Each τ³ run as one τ² results file per domain, in `output` (named
-    `<run>.<domain>.json`, the run's name made safe and short as MT-bench names are)."""
+    `<run>.<domain>.json`, the run's name made safe and short as MT-bench names are).
+
+    Every file is built and validated before the first is written: a record that cannot
+    be exported, in any run or domain, leaves no file behind."""
     from tau_bench.analysis.mt_bench import bounded
     from tau_bench.task_ids import file_part
-    from tau_bench.tau3.interchange.export import ExportError, export_records, record_domain
+    from tau_bench.tau3.interchange.export import (
+        ExportError,
+        build_export,
+        record_domain,
+        write_export,
+    )
 
     check_output(output, folder=True)
-    wrote = 0
+    built: list[tuple[str, Any]] = []
+    used: set[str] = set()
     for run in runs:
         groups: dict[str, list[Any]] = {}
         for r in run.records:
@@ -99,11 +123,12 @@ def export_tau2(runs: list[Any], output: Path, data_dir: str | None) -> None:
                 groups.setdefault(name, []).append(r)
         if not groups:
             fail(f"{run.label}: not a τ³ run (--format tau2 exports runs of --env tau3/...)")
+        stem = _unique_stem(bounded(file_part(run.label), run.label), list(groups), used)
         for name, records in groups.items():
             domain = _tau3_domain(f"tau3/{name}", data_dir)
-            path = output / f"{bounded(file_part(run.label), run.label)}.{name}.json"
+            path = output / f"{stem}.{name}.json"
             try:
-                done = export_records(
+                done = build_export(
                     records,
                     domain.loaded,
                     path,
@@ -116,12 +141,17 @@ def export_tau2(runs: list[Any], output: Path, data_dir: str | None) -> None:
                 )
             except ExportError as exc:  # a damaged record, a task recorded twice
                 fail(str(exc))
-            except OSError as exc:
-                fail(f"cannot write {shown_path(path)}: {exc.strerror or exc}")
-            wrote += 1
-            extra = f", {done.skipped_errors} errored left out" if done.skipped_errors else ""
-            note(f"{run.label}: wrote {path} ({done.simulations} simulations{extra})")
-            for line in done.notes:
-                note(f"{run.label}: {line}")
-    if not wrote:
+            built.append((run.label, done))
+    if not built:
         fail("nothing to export")
+    for label, done in built:
+        try:
+            write_export(done, label)
+        except ExportError as exc:
+            fail(str(exc))
+        except OSError as exc:
+            fail(f"cannot write {shown_path(done.path)}: {exc.strerror or exc}")
+        extra = f", {done.skipped_errors} errored left out" if done.skipped_errors else ""
+        note(f"{label}: wrote {done.path} ({done.simulations} simulations{extra})")
+        for line in done.notes:
+            note(f"{label}: {line}")

@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import Any, TextIO
 
 from tau_bench.cli.errors import fail
+from tau_bench.output_files import shown_path
 
 __all__ = ["exec_tau3", "verify_tau3"]
 
@@ -40,6 +41,7 @@ def verify_tau3(
     from tau_bench.suites import load_domain
     from tau_bench.suites.tau3 import ASSUME_MET, make_judge
     from tau_bench.tau3.known_failing import known_failing
+    from tau_bench.tau3.llm_judge import check_prompts, needs_judge
     from tau_bench.terminal import styled
 
     console = terminal.console()
@@ -50,6 +52,10 @@ def verify_tau3(
         judge = make_judge(judge_model or ASSUME_MET, {"root": domain.root})
         domain = domain.with_judge(judge)
         tasks = domain.load_tasks_file(tasks_file) if tasks_file else domain.tasks(split)
+        if tasks_file and not tasks:  # nothing verified is no verdict (as `tau run` says)
+            fail(f"tasks file {shown_path(tasks_file)} has no tasks")
+        if (judge_model or ASSUME_MET) != ASSUME_MET and any(needs_judge(t.task) for t in tasks):
+            check_prompts(domain.root)  # an offline copy: one line, as `tau run` says it
         results = domain.verify(tasks)
         elapsed = time.perf_counter() - started
         expected_fail = known_failing(domain.loaded.name)

@@ -25,8 +25,9 @@ from tau_adapters.redaction import environment_secrets, mask_encoded, redact_tex
 from tau_bench.tau3.data import prompt_text, resolve_tau3_data_dir
 from tau_bench.tau3.judge import JudgeError, NLCheck, parse_verdict, render
 from tau_bench.tau3.messages import Message
+from tau_bench.tau3.tasks import Task
 
-__all__ = ["LLMJudge", "judge_messages"]
+__all__ = ["LLMJudge", "check_prompts", "judge_messages", "needs_judge"]
 
 
 class RetryableJudgeError(JudgeError):
@@ -34,6 +35,23 @@ class RetryableJudgeError(JudgeError):
 
     kind = "judge_error"
     retryable = True
+
+
+PROMPTS = ("nl_judge_system_prompt", "nl_judge_user_prompt")
+
+
+def check_prompts(root: Path) -> None:
+    """Raise the one-line `DataDirError` of a data copy without the judge's prompts (the
+    offline copy): said once before the work, not once per task that needs the judge."""
+    for name in PROMPTS:
+        prompt_text(root, name)
+
+
+def needs_judge(task: Task) -> bool:
+    """True if evaluating `task` calls the NL judge (NL_ASSERTION in its basis, and
+    assertions to judge)."""
+    crit = task.evaluation_criteria
+    return crit is not None and "NL_ASSERTION" in crit.reward_basis and bool(crit.nl_assertions)
 
 
 def judge_messages(root: Path, trajectory: list[Message], assertions: list[str]) -> list[dict]:

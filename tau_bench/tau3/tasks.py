@@ -12,16 +12,18 @@ with one id, a split id the tasks file does not have. Field names and defaults m
 from __future__ import annotations
 
 import gc
+from functools import cache
 from pathlib import Path
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError
 
 from tau_bench.data.errors import DataDirError
 from tau_bench.data.files import damaged, read_json
 from tau_bench.task_files import validation_summary
 from tau_bench.tau3.data import PULL_HINT
 from tau_bench.tau3.domain import get_domain
+from tau_bench.tau3.message_schema import Message as OriginalMessage
 from tau_bench.tau3.messages import Message, messages_from_dicts
 
 __all__ = [
@@ -114,10 +116,16 @@ class Task(_Model):
         return task
 
     def history(self) -> list[Message]:
-        """The task's `initial_state.message_history` as messages (empty if none)."""
+        """The task's `initial_state.message_history` as messages (empty if none).
+
+        A message the original's message model refuses (an unknown role, text that is not
+        a string, tool arguments that are not an object) is a `ValueError`: the original
+        never runs such a task, so it must not score here either."""
         if self.initial_state is None or not self.initial_state.message_history:
             return []
-        return messages_from_dicts(self.initial_state.message_history)
+        history = self.initial_state.message_history
+        _check_history(history)
+        return messages_from_dicts(history)
 
     @property
     def expected_actions(self) -> list[Action]:
@@ -128,6 +136,20 @@ class Task(_Model):
     def reward_basis(self) -> list[str]:
         crit = self.evaluation_criteria
         return list(crit.reward_basis) if crit is not None else []
+
+
+@cache
+def _history_model() -> TypeAdapter[Any]:
+    """The original's message union (`message_schema`), built once."""
+    return TypeAdapter(list[OriginalMessage])
+
+
+def _check_history(history: list[Any]) -> None:
+    """Refuse a message history the original's `Task` model would refuse (one line)."""
+    try:
+        _history_model().validate_python(history)
+    except ValidationError as exc:
+        raise ValueError(f"message_history: {validation_summary(exc)}") from None
 
 
 _PARSED: dict[tuple[str, int, int], Any] = {}

@@ -38,7 +38,15 @@ from tau_bench.tau3.messages import Message, ToolCall
 from tau_bench.tau3.replay import GREETING
 from tau_bench.tau3.tasks import Task
 
-__all__ = ["ExportError", "Exported", "export_records", "record_domain", "simulation_messages"]
+__all__ = [
+    "ExportError",
+    "Exported",
+    "build_export",
+    "export_records",
+    "record_domain",
+    "simulation_messages",
+    "write_export",
+]
 
 MAX_ERRORS = 10  # the original's default, recorded in `info`
 MAX_STEPS = 200
@@ -62,6 +70,8 @@ class Exported:
     simulations: int
     skipped_errors: int
     notes: list[str] = field(default_factory=list)
+    data: dict[str, Any] = field(default_factory=dict, repr=False)
+    """The validated τ² results file, until `write_export` writes it."""
 
 
 def record_domain(record: EpisodeRecord, env: str | None) -> str | None:
@@ -266,10 +276,49 @@ def export_records(
     user_model: str | None,
     seed: int | None = None,
 ) -> Exported:
-    """Write `records` (one τ³ domain) as a τ² results file at `path`, validated.
+    """Write `records` (one τ³ domain) as a τ² results file at `path`, validated
+    (`build_export`, then `write_export`)."""
+    done = build_export(
+        records,
+        domain,
+        path,
+        label=label,
+        num_trials=num_trials,
+        agent=agent,
+        model=model,
+        user_model=user_model,
+        seed=seed,
+    )
+    write_export(done, label)
+    return done
+
+
+def write_export(done: Exported, label: str) -> None:
+    """Write what `build_export` made; a value JSON cannot encode is an `ExportError`, a
+    file system refusal an `OSError`."""
+    try:
+        write_json_atomic(done.path, done.data)
+    except (ValueError, RecursionError) as exc:
+        raise ExportError(f"{label}: cannot export to {done.path}: {_first_line(exc)}") from None
+
+
+def build_export(
+    records: list[EpisodeRecord],
+    domain: LoadedDomain,
+    path: Path,
+    *,
+    label: str,
+    num_trials: int,
+    agent: str | None,
+    model: str | None,
+    user_model: str | None,
+    seed: int | None = None,
+) -> Exported:
+    """`records` (one τ³ domain) as a validated τ² results file for `path`, not written:
+    a caller exporting several files checks them all before it writes any.
 
     A record that cannot be exported, or a (task, trial) recorded twice (a tasks file
-    listing a task twice), raises `ExportError` naming the episode; nothing is written."""
+    listing a task twice), raises `ExportError` naming the episode."""
     tasks: dict[str, dict[str, Any]] = {}
     sims: list[dict[str, Any]] = []
     seen: dict[str, EpisodeRecord] = {}
@@ -323,10 +372,11 @@ def export_records(
     )
     try:
         Results.model_validate(data)
-        write_json_atomic(path, data)
     except (ValueError, RecursionError) as exc:
         raise ExportError(f"{label}: cannot export to {path}: {_first_line(exc)}") from None
     notes = []
     if differs:
         notes.append(f"{differs} tool message(s) differ from a fresh replay (kept as recorded)")
-    return Exported(path=path, simulations=len(sims), skipped_errors=skipped, notes=notes)
+    return Exported(
+        path=path, simulations=len(sims), skipped_errors=skipped, notes=notes, data=data
+    )

@@ -10,18 +10,20 @@ prepare`. Required fields are required here too; fields we do not use are kept a
 
 from __future__ import annotations
 
-from typing import Annotated, Any, Literal, get_args
+from typing import Any, Literal, get_args
 
 from pydantic import (
-    BaseModel,
-    ConfigDict,
-    Discriminator,
     Field,
-    Tag,
     field_validator,
     model_validator,
 )
 
+from tau_bench.tau3.message_schema import (
+    Message,
+    OpenModel,
+    ParticipantMessage,
+    ToolMessage,
+)
 from tau_bench.tau3.tasks import Task
 
 __all__ = [
@@ -51,86 +53,14 @@ TerminationReason = Literal[
 ]
 TERMINATION_REASONS: tuple[str, ...] = get_args(TerminationReason)
 RewardType = Literal["DB", "ENV_ASSERTION", "NL_ASSERTION", "ACTION", "COMMUNICATE"]
-Requestor = Literal["user", "assistant"]
 
 
-class _Open(BaseModel):
-    # Upstream writes NaN/inf floats as null (pydantic's JSON default), so a number that is
-    # not finite is a damaged file; accepting it would turn averages into NaN.
-    model_config = ConfigDict(extra="allow", allow_inf_nan=False)
-
-
-class ToolCall(_Open):
-    id: str = ""
-    name: str
-    arguments: dict[str, Any]
-    requestor: Requestor = "assistant"
-
-
-class SystemMessage(_Open):
-    role: Literal["system"]
-    content: str | None = None
-
-
-class ParticipantMessage(_Open):
-    """An assistant or user message: text, tool calls, or both."""
-
-    role: Literal["assistant", "user"]
-    content: str | None = None
-    tool_calls: list[ToolCall] | None = None
-    turn_idx: int | None = None
-    timestamp: str | None = None
-    cost: float | None = None
-    usage: dict[str, Any] | None = None
-
-
-class ToolMessage(_Open):
-    id: str
-    role: Literal["tool"]
-    content: str | None = None
-    requestor: Requestor = "assistant"
-    error: bool = False
-    turn_idx: int | None = None
-    timestamp: str | None = None
-
-
-class MultiToolMessage(_Open):
-    role: Literal["tool"]
-    tool_messages: list[ToolMessage]
-
-
-_KINDS = {"system": "system", "assistant": "participant", "user": "participant"}
-
-
-def _message_kind(value: Any) -> str | None:
-    """Which model a message is, by its role: a damaged message is then reported against
-    that model (`messages.3.tool.content: ...`), not against every model of the union."""
-    data = value if isinstance(value, dict) else getattr(value, "__dict__", {})
-    role = data.get("role")
-    if role == "tool":
-        return "multi_tool" if "tool_messages" in data else "tool"
-    return _KINDS.get(role) if isinstance(role, str) else None
-
-
-Message = Annotated[
-    Annotated[SystemMessage, Tag("system")]
-    | Annotated[ParticipantMessage, Tag("participant")]
-    | Annotated[ToolMessage, Tag("tool")]
-    | Annotated[MultiToolMessage, Tag("multi_tool")],
-    Discriminator(
-        _message_kind,
-        custom_error_type="message_role",
-        custom_error_message="role should be 'system', 'assistant', 'user' or 'tool'",
-    ),
-]
-
-
-class DBCheck(_Open):
+class DBCheck(OpenModel):
     db_match: bool
     db_reward: float
 
 
-class RewardInfo(_Open):
+class RewardInfo(OpenModel):
     reward: float
     db_check: DBCheck | None = None
     env_assertions: list[dict[str, Any]] | None = None
@@ -142,7 +72,7 @@ class RewardInfo(_Open):
     info: dict[str, Any] | None = None
 
 
-class SimulationRun(_Open):
+class SimulationRun(OpenModel):
     id: str
     task_id: str
     timestamp: str | None = None
@@ -161,26 +91,26 @@ class SimulationRun(_Open):
     info: dict[str, Any] | None = None
 
 
-class AgentInfo(_Open):
+class AgentInfo(OpenModel):
     implementation: str
     llm: str | None = None
     llm_args: dict[str, Any] | None = None
 
 
-class UserInfo(_Open):
+class UserInfo(OpenModel):
     implementation: str
     llm: str | None = None
     llm_args: dict[str, Any] | None = None
     global_simulation_guidelines: str | None = None
 
 
-class EnvironmentInfo(_Open):
+class EnvironmentInfo(OpenModel):
     domain_name: str
     policy: str
     tool_defs: dict[str, Any] | None = None
 
 
-class Info(_Open):
+class Info(OpenModel):
     git_commit: str
     num_trials: int
     max_steps: int
@@ -191,7 +121,7 @@ class Info(_Open):
     seed: int | None = None
 
 
-class Results(_Open):
+class Results(OpenModel):
     timestamp: str | None = None
     info: Info
     tasks: list[dict[str, Any]]

@@ -154,3 +154,38 @@ def test_a_bad_requestor_names_the_field(run_log: Path, tmp_path: Path) -> None:
     assert "participant.tool_calls.0.requestor: Input should be 'user' or 'assistant'" in (
         proc.stderr
     )
+
+
+def test_a_damaged_record_after_a_good_run_leaves_no_file(run_log: Path, tmp_path: Path) -> None:
+    """Several runs (or domains) in one export: every file is checked before the first is
+    written, so a damaged record in the last one leaves no file of the others either."""
+    damaged = _variant(run_log, tmp_path, lambda rs: rs[0].update(reward_info={"reward_info": "x"}))
+    out = tmp_path / "out"
+    proc = tau("export", run_log, damaged, "--format", "tau2", "-o", out, check=False)
+    assert proc.returncode == 2, proc.stderr
+    (line,) = proc.stderr.strip().splitlines()
+    assert line.startswith("error: ") and "#2: task 5 trial 0: reward_info" in line, line
+    assert not list(out.glob("*.json"))
+
+
+def test_runs_whose_file_names_meet_get_distinct_files(run_log: Path, tmp_path: Path) -> None:
+    """Runs `x`, `x` again (shown as `x#2`, a file name `x_2`) and `x_2`: each gets its own
+    file; none is written over by a later one."""
+    header, *lines = run_log.read_text().splitlines()
+    name = json.loads(header)["run_name"]
+    logs = []
+    for folder, run_name in (("a", name), ("b", name), ("c", f"{name}_2")):
+        (tmp_path / folder).mkdir()
+        log = tmp_path / folder / "run.jsonl"
+        log.write_text(
+            "\n".join([json.dumps({**json.loads(header), "run_name": run_name}), *lines])
+        )
+        logs.append(log)
+    out = tmp_path / "out"
+    proc = tau("export", *logs, "--format", "tau2", "-o", out)
+    written = sorted(p.name for p in out.glob("*.json"))
+    assert written == sorted(
+        [f"{name}.airline.json", f"{name}_2.airline.json", f"{name}_2_2.airline.json"]
+    ), proc.stderr
+    wrote = [line.split(" wrote ", 1)[1] for line in proc.stderr.splitlines() if " wrote " in line]
+    assert len(wrote) == len(set(wrote)) == 3, proc.stderr

@@ -76,7 +76,7 @@ def test_verify_reports_each_bad_initial_state_as_an_error_row(
         "ValueError: Tool message not expected",
         "ValidationError",
         "RecursionError",
-        "KeyError: 'name'",
+        "ValueError: message_history: 0.participant.tool_calls.0.name: Field required",
     ):
         assert f"error: initial state: {why}" in out
 

@@ -111,3 +111,27 @@ def test_our_own_run_log_without_env_names_the_export_too(exported: tuple[Path, 
     line = one_error_line(tau("rescore", log, check=False))
     assert "is a τ³ run: export it first" in line, line
     assert f"`tau export {log} --format tau2 -o DIR`" in line and "--env tau3/<domain>" in line
+
+
+def test_an_output_the_write_fails_on_is_one_line(
+    exported: tuple[Path, dict], tmp_path: Path
+) -> None:
+    """A write only the write itself can refuse (here a file size limit: EFBIG; also a
+    full disk, a path under /proc as root) is one `cannot write` line, not a traceback."""
+    src = tmp_path / "in.json"
+    src.write_text(json.dumps(exported[1]))
+    out = tmp_path / "out.json"
+    limit = 2048  # smaller than the rescored file; the check before the work passes
+
+    proc = subprocess.run(
+        [str(TAU), "rescore", str(src), "--env", "tau3/airline", "--judge-model", "assume-met",
+         "-o", str(out)],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        env=ENV,
+        preexec_fn=lambda: resource.setrlimit(resource.RLIMIT_FSIZE, (limit, limit)),
+    )  # fmt: skip
+    line = one_error_line(proc)
+    assert line.startswith(f"error: cannot write {out}: "), line
+    assert not out.exists() and not list(tmp_path.glob("*.tmp"))
