@@ -44,6 +44,7 @@ def generate(
     start_index: int | None = typer.Option(
         None,
         "--start-index",
+        min=0,
         help="First sample index (default: after those already in the files).",
     ),
     no_json_mode: bool = typer.Option(
@@ -109,12 +110,27 @@ def generate(
     except OSError as exc:
         fail(f"cannot write {shown_path(exc.filename or output_file)}: {exc.strerror}")
     console.print(_report_table(report))
+    _fail_if_the_model_never_answered(report)
     if report.written:
         console.print(
             f"Run them:     tau run --env {env} --tasks-file {output_file} --agent-strategy ...\n"
             f"Replay check: tau tasks verify --env {env} --tasks-file {output_file}\n"
             f"Quality:      tau sdg stats {output_file}",
             soft_wrap=True,
+        )
+
+
+def _fail_if_the_model_never_answered(report: Any) -> None:
+    """Exit 1 when every sample failed on the model call (unreachable server, unknown model,
+    bad request): the run wrote nothing, and a script must not take it for a success."""
+    from tau_bench.cli.errors import fail
+    from tau_bench.sdg.problems import LLM_ERROR
+
+    if report.samples and report.rejected.get(LLM_ERROR, 0) == report.samples:
+        fail(
+            f"every sample ({report.samples}) failed on the model call ({LLM_ERROR}): "
+            "check --model, --api-base and the provider (--rejected-file keeps the errors)",
+            code=1,
         )
 
 

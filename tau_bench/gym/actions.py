@@ -12,6 +12,8 @@ Accepted tool-call shapes (as objects or as their JSON text):
 
 Any other string is a message to the user, JSON or not, so an agent that quotes JSON to
 a customer is not mistaken for a tool call unless the JSON has one of the shapes above.
+A string longer than the action space's `MAX_TEXT_LENGTH` is refused: it is outside the
+declared space, and a runaway generation should not reach the (paid) user model.
 """
 
 from __future__ import annotations
@@ -20,6 +22,7 @@ from typing import Any
 
 from tau_adapters import jsonsafe
 from tau_adapters.protocol import ToolCall
+from tau_bench.gym.spaces import MAX_TEXT_LENGTH
 
 _FLAT_KEYS = frozenset({"id", "type", "name", "arguments", "kwargs"})
 
@@ -93,14 +96,25 @@ def _looks_like_call(data: Any) -> bool:
     return isinstance(data.get("name"), str) and "arguments" in data and set(data) <= _FLAT_KEYS
 
 
+def _check_length(text: str) -> None:
+    if len(text) > MAX_TEXT_LENGTH:
+        raise InvalidActionError(
+            f"a text action has at most {MAX_TEXT_LENGTH} characters, not {len(text)}"
+        )
+
+
 def parse_action(action: Any, call_id: str) -> ToolCall | str:
     """The tool call or the text reply `action` stands for; `call_id` names a call that
     carries no id of its own."""
     if isinstance(action, ToolCall):
         return action
     if isinstance(action, dict):
-        return _from_dict(action, call_id)
+        parsed = _from_dict(action, call_id)
+        if isinstance(parsed, str):  # an assistant message's text
+            _check_length(parsed)
+        return parsed
     if isinstance(action, str):
+        _check_length(action)
         text = action.strip()
         if text.startswith("{") and text.endswith("}"):
             data = jsonsafe.loads_or_text(text)

@@ -21,7 +21,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import copy
-from collections.abc import Awaitable
+from collections.abc import Awaitable, Iterator
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Any, SupportsFloat
@@ -29,10 +29,11 @@ from typing import Any, SupportsFloat
 import gymnasium
 from gymnasium.error import ResetNeeded
 
-from tau_adapters.conversation import DEFAULT_MAX_STEPS, Conversation
+from tau_adapters.conversation import DEFAULT_MAX_STEPS, ERROR, Conversation
 from tau_adapters.protocol import ToolCall, UserOutput, UserReply, UserSimulator
 from tau_bench.episode import bind_user, score_episode
 from tau_bench.gym.actions import parse_action
+from tau_bench.gym.checks import check_max_turns, check_options, model_list
 from tau_bench.gym.pool import Ref, domain_list, label, parse_ref
 from tau_bench.gym.spaces import MAX_TEXT_LENGTH, ConversationText
 from tau_bench.llm import checked_llm_path, run_llm_path
@@ -112,8 +113,7 @@ class TauBenchEnv(gymnasium.Env[str, Any]):
             raise UnknownUserStrategyError(
                 f"unknown user strategy {user_strategy!r} (available: {', '.join(USER_STRATEGIES)})"
             )
-        if max_turns < 1:
-            raise ValueError("max_turns must be at least 1")
+        check_max_turns(max_turns)
         if render_mode is not None and render_mode not in self.metadata["render_modes"]:
             raise ValueError(f"unknown render mode {render_mode!r} (available: ansi)")
         self.llm_path = None if llm_path is None else checked_llm_path(llm_path)
@@ -139,7 +139,7 @@ class TauBenchEnv(gymnasium.Env[str, Any]):
                     )
             self.task_ids = refs
         self.user_strategy = user_strategy
-        self.user_models = list(user_models) if user_models else [user_model]
+        self.user_models = model_list(user_models) or [user_model]
         self.user_provider = user_provider
         self.user_api_base = user_api_base
         self.user_temperature = user_temperature
@@ -154,6 +154,7 @@ class TauBenchEnv(gymnasium.Env[str, Any]):
         self._loop: asyncio.AbstractEventLoop | None = None
         self._worker: ThreadPoolExecutor | None = None
         self._worker_loop: asyncio.AbstractEventLoop | None = None
+        self._busy: tuple[str, asyncio.Task[Any] | None] | None = None  # the call in flight
 
     # -- the gymnasium API -----------------------------------------------------------
 
@@ -191,7 +192,7 @@ class TauBenchEnv(gymnasium.Env[str, Any]):
         return "\n".join(lines) + ("\n" if lines else "")
 
     def close(self) -> None:
-        """Release the private event loops (idempotent)."""
+        """Release the private event loops (idempotent), cancelling a call left running."""
         self._episode = None
         if self._worker is not None:
             if self._worker_loop is not None:
@@ -202,6 +203,7 @@ class TauBenchEnv(gymnasium.Env[str, Any]):
         if self._loop is not None:
             _close_loop(self._loop)
         self._loop = None
+        self._busy = None
 
     # -- the asyncio API ---------------------------------------------------------------
 
@@ -209,13 +211,33 @@ class TauBenchEnv(gymnasium.Env[str, Any]):
         self, *, seed: int | None = None, options: dict[str, Any] | None = None
     ) -> tuple[str, dict[str, Any]]:
         """`reset` on the caller's event loop."""
-        with self._path():
+        with self._path(), self._one_at_a_time("async_reset"):
             return await self._reset(seed, options)
 
     async def async_step(self, action: Any) -> tuple[str, float, bool, bool, dict[str, Any]]:
         """`step` on the caller's event loop."""
-        with self._path():
+        with self._path(), self._one_at_a_time("async_step"):
             return await self._step(action)
+
+    @contextlib.contextmanager
+    def _one_at_a_time(self, name: str) -> Iterator[None]:
+        """One env is one conversation: a second reset/step while one is awaiting the user
+        would interleave two turns in one transcript, so it is refused."""
+        if self._busy is not None:
+            running, task = self._busy
+            if task is None or not task.done():
+                raise RuntimeError(
+                    f"{name} called while {running} is still running on this env (one env "
+                    "per concurrent episode: await each call before the next; close() "
+                    "cancels an interrupted one)"
+                )
+        busy = (name, asyncio.current_task())
+        self._busy = busy
+        try:
+            yield
+        finally:
+            if self._busy is busy:
+                self._busy = None
 
     def _path(self) -> contextlib.AbstractContextManager[None]:
         """This env's `llm_path` for the model calls made inside (the user's, the
@@ -225,8 +247,9 @@ class TauBenchEnv(gymnasium.Env[str, Any]):
     async def _reset(
         self, seed: int | None, options: dict[str, Any] | None
     ) -> tuple[str, dict[str, Any]]:
+        self._episode = None  # a reset that fails leaves no episode to step
         super().reset(seed=seed)
-        opts = dict(options or {})
+        opts = check_options(options)
         unknown = sorted(set(opts) - RESET_OPTIONS)
         if unknown:
             raise ValueError(
@@ -263,7 +286,7 @@ class TauBenchEnv(gymnasium.Env[str, Any]):
         )
         self._episode = episode
         episode.conversation.system(domain.policy)
-        first = await _user_words(episode, user.start(task.instruction))
+        first = await _guarded(episode, _user_words(episode, user.start(task.instruction)))
         episode.conversation.user_said(first)
         info = {
             "task_id": label((domain_name, task_id), self.mixed),
@@ -281,7 +304,10 @@ class TauBenchEnv(gymnasium.Env[str, Any]):
     async def _step(self, action: Any) -> tuple[str, float, bool, bool, dict[str, Any]]:
         episode = self._episode
         if episode is None or episode.done:
-            raise ResetNeeded("call reset() before step() (the episode is over)")
+            ended = (
+                " with an error" if episode and episode.conversation.stop_reason == ERROR else ""
+            )
+            raise ResetNeeded(f"call reset() before step() (the episode is over{ended})")
         parsed = parse_action(action, f"call_{episode.calls + 1}")
         if isinstance(parsed, ToolCall):
             return self._tool_step(episode, parsed)
@@ -321,7 +347,7 @@ class TauBenchEnv(gymnasium.Env[str, Any]):
     ) -> tuple[str, float, bool, bool, dict[str, Any]]:
         if episode.conversation.agent_message(text):
             return self._end(episode, "", self._observation_info("none"))
-        reply = await _user_words(episode, episode.user.reply(text))
+        reply = await _guarded(episode, _user_words(episode, episode.user.reply(text)))
         stopped = episode.conversation.user_said(reply)
         info = self._observation_info("user")
         if stopped:
@@ -416,6 +442,17 @@ def _close_loop(loop: asyncio.AbstractEventLoop) -> None:
         loop.run_until_complete(asyncio.gather(*pending, return_exceptions=True))
     loop.run_until_complete(loop.shutdown_asyncgens())
     loop.close()
+
+
+async def _guarded(episode: _Episode, call: Awaitable[str]) -> str:
+    """The user's words; when the user fails (its model down after retries, a cancelled
+    step) the episode ends with an error, so a later `step` raises `ResetNeeded` instead
+    of going on with a transcript that lacks the user's turn."""
+    try:
+        return await call
+    except BaseException:
+        episode.conversation.end(ERROR)
+        raise
 
 
 async def _user_words(episode: _Episode, call: Awaitable[UserOutput]) -> str:

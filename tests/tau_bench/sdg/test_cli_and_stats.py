@@ -493,3 +493,19 @@ def test_a_near_duplicate_search_past_its_budget_says_its_counts_are_lower_bound
     cut = stats.find_near_duplicates(texts, 0.3, budget=1_000)
     assert full.complete and full.total == 300 * 299 // 2
     assert not cut.complete and 0 < cut.total < full.total
+
+
+def test_generate_exits_1_when_the_model_never_answers(fake_llm: FakeLLM, tmp_path: Path) -> None:
+    fake_llm.brain = lambda request: Reply(status=400, error="no such model")
+    out = tmp_path / "x.jsonl"
+    args = [
+        "generate", "--env", "retail", "--difficulty", "easy", "--num-samples", "2",
+        "--output-file", str(out), "--model", "openai/gpt-4o-mini",
+        "--data-dir", str(DATA_DIR), "--quiet",
+    ]  # fmt: skip
+    result = CliRunner().invoke(app, args)
+    assert result.exit_code == 1, result.output
+    assert "every sample (2) failed on the model call (llm_error)" in result.output
+    assert "rejected: llm_error" in result.output  # the table is still shown
+    negative = CliRunner().invoke(app, [*args, "--start-index", "-1"])
+    assert negative.exit_code == 2 and "--start-index" in negative.output
