@@ -7,7 +7,7 @@ import asyncio
 import json
 import math
 from pathlib import Path
-from typing import Any
+from typing import Any, NoReturn
 
 import typer
 
@@ -100,11 +100,17 @@ def generate(
         json_mode=not no_json_mode,
         start_index=start_index,
     )
+    from tau_bench.runner.core import TERMINATED, RunTerminated, SigtermCancels
+
     console = terminal.console()
+    counts = {"ok": 0, "rejected": 0}
+    generation = _generate_with_progress(run_generation, options, domain, quiet, console, counts)
     try:
-        report = asyncio.run(
-            _generate_with_progress(run_generation, options, domain, quiet, console)
-        )
+        report = asyncio.run(SigtermCancels(True).terminating(generation))
+    except KeyboardInterrupt:
+        _stopped("interrupted", 130, counts, output_file)
+    except RunTerminated:
+        _stopped("terminated (SIGTERM)", TERMINATED, counts, output_file)
     except LLMAuthError as exc:
         fail(f"the model refused the credentials: {exc}")
     except OSError as exc:
@@ -156,14 +162,38 @@ def _domain(env: str, data_dir: Path | None) -> Any:
         fail(str(exc))
 
 
+def _stopped(how: str, code: int, counts: dict[str, int], output_file: Path) -> NoReturn:
+    """Ctrl-C or SIGTERM: what was written (every line whole, the runs line included) and
+    how to go on."""
+    from tau_bench.cli.errors import note
+    from tau_bench.output_files import shown_path
+
+    note(
+        f"{how}: {counts['ok']} task(s) written to {shown_path(output_file)}, {counts['rejected']} "
+        "sample(s) rejected; the same command again adds new samples after them (those in "
+        "flight when it stopped are not retried)"
+    )
+    raise SystemExit(code)
+
+
 async def _generate_with_progress(
-    run_generation: Any, options: Any, domain: Any, quiet: bool, console: Any
+    run_generation: Any,
+    options: Any,
+    domain: Any,
+    quiet: bool,
+    console: Any,
+    counts: dict[str, int],
 ) -> Any:
+    """The generation, `counts` kept as samples finish (what a stop reports), with a
+    progress bar unless `quiet`."""
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
     if quiet:
-        return await run_generation(options, domain=domain)
-    counts = {"ok": 0, "rejected": 0}
+
+        def count(outcome: Any) -> None:
+            counts["ok" if outcome.ok else "rejected"] += 1
+
+        return await run_generation(options, domain=domain, on_outcome=count)
     with Progress(
         TextColumn("sdg {task.fields[env]}/{task.fields[difficulty]}", style="bold", markup=False),
         BarColumn(),
