@@ -19,6 +19,9 @@ JUDGE_OPT = typer.Option(
 )
 DATA_OPT = typer.Option(None, "--data-dir", help="τ-bench data directory.")
 MIN_WIDTH = 20  # narrower, a preview says nothing (and 0 or less would slice it backwards)
+USER_WIDTH = 20  # `tasks list` in a narrow console: a longer user id is cut with "…"
+WIDE_ROOM = 60  # `tasks list`: the console is narrow when outputs and instruction get less
+MIN_COLUMN = 10  # `tasks list`: the narrowest instruction (and outputs beside it) column
 
 
 def _load(env: str, split: str | None, data_dir: Path | None, tasks_file: Path | None = None):  # type: ignore[no-untyped-def]
@@ -30,6 +33,22 @@ def _load(env: str, split: str | None, data_dir: Path | None, tasks_file: Path |
     return domain, tasks
 
 
+def _expected_actions(task) -> list:  # type: ignore[no-untyped-def]
+    """Every expected action of a task: a τ³ task's user-side ones too (`action_plan`,
+    each with its `requestor`); `task.actions` holds only what the agent plays."""
+    plan = getattr(task, "action_plan", None)
+    return list(plan) if plan is not None else list(task.actions)
+
+
+def _is_user_action(action) -> bool:  # type: ignore[no-untyped-def]
+    return getattr(action, "requestor", "assistant") == "user"
+
+
+def _one_line(text: str) -> str:
+    """`text` on one line (a τ³ scenario is indented, several lines)."""
+    return " ".join(text.split())
+
+
 @app.command("list")
 def list_(
     env: str = ENV_OPT,
@@ -39,20 +58,60 @@ def list_(
         90, min=MIN_WIDTH, help=f"Instruction preview width ({MIN_WIDTH} or more)."
     ),
 ) -> None:
-    """One line per task: id, user, number of actions, outputs, instruction preview."""
+    """One line per task: id, user (v1), expected actions, outputs, instruction preview."""
+    from rich.cells import cell_len
     from rich.table import Table
 
     from tau_bench import terminal
 
     domain, tasks = _load(env, task_split, data_dir)
     task_split = task_split or domain.default_split
-    table = Table(title=f"{env} / {task_split}: {len(tasks)} tasks")
-    for col in ("id", "user", "actions", "outputs", "instruction"):
-        table.add_column(col, overflow="ellipsis", no_wrap=col != "instruction")
+    rows = []
     for i, t in enumerate(tasks):
-        preview = t.instruction if len(t.instruction) <= width else t.instruction[: width - 1] + "…"
-        table.add_row(str(i), t.user_id or "-", str(len(t.actions)), ", ".join(t.outputs), preview)
-    terminal.console().print(table)
+        instruction = _one_line(t.instruction)
+        if len(instruction) > width:
+            instruction = instruction[: width - 1] + "…"
+        row = [str(i), t.user_id or "-", str(len(_expected_actions(t))), ", ".join(t.outputs)]
+        rows.append([*row, instruction])
+    names = ["id", "user", "actions", "outputs", "instruction"]
+    if not any(t.user_id for t in tasks):  # τ³ tasks name no user: no column of "-"
+        names.remove("user")
+        rows = [[r[0], *r[2:]] for r in rows]
+    longest = {n: max([cell_len(n), *(cell_len(r[k]) for r in rows)]) for k, n in enumerate(names)}
+    # Fit the console: id, user and actions keep their width (user up to USER_WIDTH when
+    # the console is narrow, less when very narrow), the outputs take up to a third of
+    # what is left (none in a very narrow console), the instruction the rest; each cell
+    # is one line, cut with "…".
+    console = terminal.console()
+    room = console.width - (3 * len(names) + 1) - longest["id"] - longest["actions"]
+    sizes = {"id": longest["id"], "actions": longest["actions"]}
+    if "user" in names:
+        user = longest["user"] if room - longest["user"] >= WIDE_ROOM else USER_WIDTH
+        user = min(longest["user"], user, max(len("user") + 4, room - 2 * MIN_COLUMN - 3))
+        sizes["user"] = user
+        room -= user
+    if room < 2 * MIN_COLUMN + 3:  # no room for the outputs beside the instruction
+        names.remove("outputs")
+        rows = [[v for n, v in zip(longest, r, strict=True) if n != "outputs"] for r in rows]
+        room += 3
+    else:
+        sizes["outputs"] = max(len("outputs"), min(longest["outputs"], room // 3))
+        room -= sizes["outputs"]
+    sizes["instruction"] = max(MIN_COLUMN, room)
+    table = Table(title=f"{env} / {task_split}: {len(tasks)} tasks")
+    for name in names:
+        size = sizes[name]
+        table.add_column(
+            name,
+            no_wrap=True,
+            overflow="ellipsis",
+            min_width=min(size, longest[name]),
+            max_width=size,
+            justify="right" if name in ("id", "actions") else "left",
+        )
+    for row in rows:
+        table.add_row(*row)
+    console.print(table)
 
 
 @app.command("show")
@@ -90,9 +149,11 @@ def show(
         Text.assemble((f"{env}/{task_split} task {task_id}", "bold"), f"  user: {task.user_id}")
     )
     console.print(Text.assemble("\n", ("Instruction", "bold"), f"\n{task.instruction}\n"))
-    console.print(Text.assemble(("Ground-truth actions", "bold"), f" ({len(task.actions)})"))
-    for i, a in enumerate(task.actions):
-        console.print(f"  {i + 1}. {a.name}({json.dumps(a.kwargs, ensure_ascii=False)})")
+    actions = _expected_actions(task)  # a τ³ user's own actions too, marked "(user)"
+    console.print(Text.assemble(("Ground-truth actions", "bold"), f" ({len(actions)})"))
+    for i, a in enumerate(actions):
+        whose = " (user)" if _is_user_action(a) else ""
+        console.print(f"  {i + 1}. {a.name}({json.dumps(a.kwargs, ensure_ascii=False)}){whose}")
     outputs = ", ".join(task.outputs) or "(none)"
     console.print(Text.assemble("\n", ("Required outputs", "bold"), f": {outputs}"))
     if env.startswith("tau3/"):

@@ -188,6 +188,14 @@ class RunConfig(BaseModel):
             raise ValueError("selects no task (leave it out to run the whole split)")
         return out
 
+    @field_validator("model", "model_provider", "user_model", "user_model_provider", "judge_model")
+    @classmethod
+    def _named(cls, value: str | None) -> str | None:
+        # `--model "$MODEL"` with MODEL unset must not quietly become the default model.
+        if value is not None and not value.strip():
+            raise ValueError("the name is empty (an unset variable?): leave it out for the default")
+        return value
+
     @field_validator("api_base", "user_api_base")
     @classmethod
     def _endpoint_url(cls, value: str | None) -> str | None:

@@ -386,6 +386,11 @@ def prepare_run(config: RunConfig) -> RunPlan:
         # (a resume that added trials must not be undone by the next plain resume).
         recorded = 1 + max((trial for _, trial in contents.records), default=-1)
         manifest = header.get("manifest")
+        # The run keeps its name: its config says the name it was given, as it did before
+        # the interruption (a `--run-name` now is not used, and an unnamed run stays so).
+        logged = header.get("config")
+        name = logged.get("run_name") if isinstance(logged, dict) else None
+        config = config.model_copy(update={"run_name": name if isinstance(name, str) else None})
         plan = RunPlan(
             config=config,
             domain=domain,

@@ -14,9 +14,19 @@ from __future__ import annotations
 import gc
 from functools import cache
 from pathlib import Path
-from typing import Any
+from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError
+from pydantic import (
+    AfterValidator,
+    BaseModel,
+    ConfigDict,
+    Discriminator,
+    Field,
+    Tag,
+    TypeAdapter,
+    ValidationError,
+)
+from pydantic_core import PydanticCustomError
 
 from tau_bench.data.errors import DataDirError
 from tau_bench.data.files import damaged, read_json
@@ -37,7 +47,8 @@ __all__ = [
     "load_tasks",
 ]
 
-DEFAULT_REWARD_BASIS = ["DB", "COMMUNICATE"]
+RewardType = Literal["DB", "ENV_ASSERTION", "NL_ASSERTION", "ACTION", "COMMUNICATE"]
+DEFAULT_REWARD_BASIS: list[RewardType] = ["DB", "COMMUNICATE"]
 _ALL = object()
 
 
@@ -94,7 +105,37 @@ class EvaluationCriteria(_Model):
     env_assertions: list[EnvAssertion] | None = None
     communicate_info: list[str] | None = None
     nl_assertions: list[str] | None = None
-    reward_basis: list[str] = Field(default_factory=lambda: list(DEFAULT_REWARD_BASIS))
+    # The original's `RewardType`: a misspelt component is refused when the task loads,
+    # not found out as a harness error once every episode of it has run.
+    reward_basis: list[RewardType] = Field(default_factory=lambda: list(DEFAULT_REWARD_BASIS))
+
+
+class _StructuredInstructions(_Model):
+    domain: str
+    reason_for_call: str
+    known_info: str | None = None
+    unknown_info: str | None = None
+    task_instructions: str
+
+
+class _UserScenario(_Model):
+    persona: str | None = None
+    # Text, or the structured form: an error names the form the value was meant as.
+    instructions: Annotated[
+        Annotated[_StructuredInstructions, Tag("object")] | Annotated[str, Tag("text")],
+        Discriminator(lambda value: "object" if isinstance(value, dict) else "text"),
+    ]
+
+
+def _user_scenario(value: dict[str, Any]) -> dict[str, Any]:
+    """The scenario as given (code reads it as a mapping), once it has the original's
+    shape: the user simulator has nothing to act on without its instructions."""
+    try:
+        _UserScenario.model_validate(value)
+    except ValidationError as exc:
+        summary = validation_summary(exc)
+        raise PydanticCustomError("user_scenario", "{summary}", {"summary": summary}) from None
+    return value
 
 
 class Task(_Model):
@@ -102,7 +143,7 @@ class Task(_Model):
 
     id: str
     description: dict[str, Any] | None = None
-    user_scenario: dict[str, Any] | None = None
+    user_scenario: Annotated[dict[str, Any], AfterValidator(_user_scenario)]
     ticket: str | None = None
     initial_state: InitialState | None = None
     evaluation_criteria: EvaluationCriteria | None = None

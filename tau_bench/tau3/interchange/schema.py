@@ -24,7 +24,7 @@ from tau_bench.tau3.message_schema import (
     ParticipantMessage,
     ToolMessage,
 )
-from tau_bench.tau3.tasks import Task
+from tau_bench.tau3.tasks import RewardType, Task
 
 __all__ = [
     "TERMINATION_REASONS",
@@ -52,7 +52,6 @@ TerminationReason = Literal[
     "unexpected_error",
 ]
 TERMINATION_REASONS: tuple[str, ...] = get_args(TerminationReason)
-RewardType = Literal["DB", "ENV_ASSERTION", "NL_ASSERTION", "ACTION", "COMMUNICATE"]
 
 
 class DBCheck(OpenModel):

@@ -75,7 +75,7 @@ CASES: dict[str, tuple[str, str, object, str]] = {
     "task-invalid": (
         "airline",
         f"{DOMAINS}/airline/tasks.json",
-        b'[{"id": "0", "evaluation_criteria": 5}]',
+        b'[{"id": "0", "user_scenario": {"instructions": "x"}, "evaluation_criteria": 5}]',
         "tasks.json has an invalid task '0' (evaluation_criteria: ",
     ),
     "mock-db-invalid": (
@@ -120,7 +120,8 @@ CASES: dict[str, tuple[str, str, object, str]] = {
     "task-id-twice": (
         "airline",
         f"{DOMAINS}/airline/tasks.json",
-        b'[{"id": "0"}, {"id": "0"}]',
+        b'[{"id": "0", "user_scenario": {"instructions": "x"}}, '
+        b'{"id": "0", "user_scenario": {"instructions": "x"}}]',
         "tasks.json has two tasks with the id '0'",
     ),
     "split-task-missing": (

@@ -107,3 +107,33 @@ def test_verify_with_an_llm_judge_on_a_copy_without_prompts_is_one_line(
     (line,) = done.stderr.strip().splitlines()
     assert line.startswith("error: the τ³ prompt 'nl_judge_system_prompt' is missing from")
     assert line.endswith("run `tau data pull --suite tau3`")
+
+
+@pytest.mark.parametrize(
+    ("change", "message"),
+    [
+        ({"user_scenario": None}, "user_scenario: Input should be a valid dictionary"),
+        ({"user_scenario": {"persona": "calm"}}, "user_scenario: instructions: Field required"),
+        (
+            {"user_scenario": {"instructions": {"domain": "airline"}}},
+            "user_scenario: instructions.object.reason_for_call: Field required",
+        ),
+        (
+            {"evaluation_criteria": {"reward_basis": ["DB", "FOO"]}},
+            "evaluation_criteria.reward_basis.1: Input should be 'DB', 'ENV_ASSERTION'",
+        ),
+    ],
+)
+def test_a_task_the_original_would_not_load_is_refused_when_it_loads(
+    change: dict[str, Any], message: str, data_root: Path, tmp_path: Path
+) -> None:
+    """The original requires a user scenario with instructions, and reward components
+    it knows; each was loaded, and a missing scenario could even score 1.0."""
+    task = json.loads((data_root / "data/tau2/domains/airline/tasks.json").read_text())[0]
+    task.update(change)
+    path = tmp_path / "tasks.json"
+    path.write_text(json.dumps([task]))
+    done = _verify(path, data_root)
+    assert done.returncode == 2, done.stdout
+    assert done.stderr.startswith("error: ") and len(done.stderr.strip().splitlines()) == 1
+    assert message in done.stderr, done.stderr
