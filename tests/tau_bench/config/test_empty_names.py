@@ -41,7 +41,6 @@ def test_an_empty_name_is_refused_before_the_run(tmp_path: Path, flag: str, fiel
     )  # fmt: skip
     assert done.returncode == 2, done.stderr
     assert done.stderr == (
-        f"error: {field}: the name is empty (an unset variable?): leave it out for the "
-        "default\n"
+        f"error: {field}: the name is empty (an unset variable?): leave it out for the default\n"
     )
     assert not any(tmp_path.iterdir())
