@@ -10,9 +10,15 @@ from __future__ import annotations
 import datetime
 import email.utils
 import math
+import re
 import time
 
 __all__ = ["parse_retry_after"]
+
+_SECONDS = re.compile(r"[+-]?[0-9]+(?:\.[0-9]*)?")
+"""Delta-seconds as servers write them (a fraction and a sign tolerated). Not `float()`'s
+whole grammar: `1e3`, `5_0` and non-ASCII digits (`١٢`) are wrong values, not 1000 s,
+50 s and 12 s."""
 
 
 def parse_retry_after(value: str | None) -> float | None:
@@ -21,11 +27,8 @@ def parse_retry_after(value: str | None) -> float | None:
     if not value:
         return None
     value = value.strip()
-    try:
+    if _SECONDS.fullmatch(value):
         seconds = float(value)
-    except ValueError:
-        pass
-    else:
         return max(0.0, seconds) if math.isfinite(seconds) else None
     try:
         when = email.utils.parsedate_to_datetime(value)

@@ -14,11 +14,12 @@ import hashlib
 import json
 import uuid
 from collections.abc import Mapping
+from dataclasses import replace
 from typing import Any
 
 import httpx
 
-from adapters.http.config import BotConfig, ConfigError, LoadedConfig
+from adapters.http.config import BotConfig, ConfigError, LoadedConfig, RetryConfig
 from adapters.http.config_load import load_config
 from adapters.http.episode import HttpAdapter
 from adapters.http.options import HttpOptions
@@ -80,7 +81,15 @@ class HttpProvider:
         fails the run in seconds: the config's `health` request if it has one, else one
         `session.start` (and `session.end`), else a TCP connection to `base_url`'s host.
         Raises the adapter error the episodes would have met (AdapterAuthError on
-        401/403, AdapterTimeoutError past the deadlines...)."""
+        401/403, AdapterTimeoutError past the deadlines...), after `preflight_retry`'s
+        few retries, on a client of its own."""
+        checker = HttpProvider(for_checks(self.loaded), sleep=self._sleep)
+        try:
+            await checker._check()
+        finally:
+            await checker.aclose()
+
+    async def _check(self) -> None:
         adapter = HttpAdapter(self)
         session = SessionContext(
             session_id=f"tau-preflight-{uuid.uuid4().hex[:12]}", domain="", tools=[]
@@ -133,6 +142,28 @@ class HttpProvider:
         for loop, client in clients:
             if loop is running:
                 await client.aclose()
+
+
+def preflight_retry(retry: RetryConfig) -> RetryConfig:
+    """Pre-flight's retry policy: two attempts and waits of a few seconds at most. With
+    the episodes' policy (ten attempts, backoff to 30 s) a refused connection or a wrong
+    port outlasts the runner's 30 s pre-flight deadline, which then reports only "no
+    answer within 30 s" instead of the cause."""
+    return retry.model_copy(
+        update={
+            "max_attempts": min(retry.max_attempts, 2),
+            "backoff_max": min(retry.backoff_max, 2.0),
+            "retry_after_max": min(retry.retry_after_max, 5.0),
+        }
+    )
+
+
+def for_checks(loaded: LoadedConfig) -> LoadedConfig:
+    """`loaded` with `preflight_retry`'s policy, for one-off checks (pre-flight, `tau http
+    check --probe`): a bot that is down is reported in seconds, not after minutes of
+    backoff."""
+    config = loaded.config.model_copy(update={"retry": preflight_retry(loaded.config.retry)})
+    return replace(loaded, config=config)
 
 
 def _config_source(options: Mapping[str, Any]) -> Any:

@@ -10,6 +10,7 @@ import math
 import re
 from dataclasses import dataclass, field
 from typing import Any, Literal
+from urllib.parse import urlsplit
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
@@ -32,9 +33,14 @@ def sendable_header_value(value: str) -> bool:
 
 
 def check_headers(headers: dict[str, str] | None) -> dict[str, str] | None:
-    """The headers unchanged, or a ValueError naming the first bad name or value (the
-    value itself is not quoted: it may hold a credential)."""
-    for name, value in (headers or {}).items():
+    """The headers with blanks at either end of a value dropped (RFC 9110: they are not
+    part of it, and h11 refuses to send them: `Bearer ${TOKEN} ` would fail every
+    request), or a ValueError naming the first bad name or value (the value itself is not
+    quoted: it may hold a credential)."""
+    if headers is None:
+        return None
+    headers = {name: value.strip(" \t") for name, value in headers.items()}
+    for name, value in headers.items():
         if not _HEADER_NAME.fullmatch(name):
             raise ValueError(
                 f"{name!r} is not a valid header name (letters, digits and "
@@ -46,6 +52,28 @@ def check_headers(headers: dict[str, str] | None) -> dict[str, str] | None:
                 "character or non-ASCII character (only printable ASCII can be sent)"
             )
     return headers
+
+
+def _usable_authority(url: str) -> bool:
+    """Whether `url` names a host, and a port (if any) that a socket can connect to: a
+    port past 65535 or not a number would otherwise fail each request deep in the
+    network stack (`OverflowError` in an exception group), not as a config error."""
+    try:
+        parts = urlsplit(url)
+        parts.port  # noqa: B018 - raises ValueError when out of range or not a number
+    except ValueError:
+        return False
+    return bool(parts.hostname)
+
+
+def check_path(path: str | None) -> str | None:
+    """The path unchanged, or a ValueError when it is an absolute URL (without templates)
+    whose host or port cannot be used, as for `base_url`."""
+    if path is None or not path.startswith(("http://", "https://")) or "{{" in path:
+        return path
+    if not _usable_authority(path):
+        raise ValueError(f"an absolute URL needs a host and a port from 0 to 65535, got {path!r}")
+    return path
 
 
 class ConfigError(ValueError):
@@ -100,6 +128,7 @@ class RequestSpec(_Model):
         return upper
 
     _headers = field_validator("headers")(check_headers)
+    _path = field_validator("path")(check_path)
 
 
 class ToolResultsConfig(_Model):
@@ -114,6 +143,7 @@ class ToolResultsConfig(_Model):
     stream: Literal["json", "sse", "none"] | None = None
 
     _headers = field_validator("headers")(check_headers)
+    _path = field_validator("path")(check_path)
 
     def request(self, message: RequestSpec) -> RequestSpec:
         return RequestSpec(
@@ -240,8 +270,11 @@ class BotConfig(_Model):
     @field_validator("base_url")
     @classmethod
     def _url(cls, value: str) -> str:
-        if not re.match(r"^https?://[^/\s]+", value):
-            raise ValueError(f"must be an http:// or https:// URL, got {value!r}")
+        if not re.match(r"^https?://[^/\s]+", value) or not _usable_authority(value):
+            raise ValueError(
+                f"must be an http:// or https:// URL with a host and a port from 0 to "
+                f"65535, got {value!r}"
+            )
         return value.rstrip("/")
 
     @property

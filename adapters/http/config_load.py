@@ -9,12 +9,14 @@ JMESPath expression. Every error names the file and the offending key.
 
 from __future__ import annotations
 
+import base64
 import json
 import os
 import re
 from collections.abc import Collection, Mapping
 from pathlib import Path
 from typing import Any
+from urllib.parse import unquote, urlsplit
 
 import yaml
 from pydantic import ValidationError
@@ -23,6 +25,7 @@ from adapters.http.config import BotConfig, ConfigError, LoadedConfig
 from adapters.http.config_checks import check_jmespath, check_templates, format_validation
 from adapters.http.envsubst import EnvSubstError, Substituted, substitute
 from adapters.http.presets import UnknownPresetError, load_preset
+from adapters.http.unique_keys import DuplicateKeyError, load_json, load_yaml
 from tau_adapters import jsonsafe
 from tau_adapters.redaction import mask_values
 
@@ -61,7 +64,9 @@ def _read(path: Path) -> Any:
             f"offset {exc.start})"
         ) from None
     try:
-        value = json.loads(text) if path.suffix.lower() == ".json" else yaml.safe_load(text)
+        value = load_json(text) if path.suffix.lower() == ".json" else load_yaml(text)
+    except DuplicateKeyError as exc:
+        raise ConfigError(f"{path}: {exc}: one would silently replace the other") from None
     except json.JSONDecodeError as exc:
         raise ConfigError(f"{path}: not valid JSON ({exc.msg} at line {exc.lineno})") from None
     except yaml.YAMLError as exc:
@@ -124,10 +129,37 @@ def _env_secrets(seen: Substituted, public: Collection[str], secret: Collection[
     return out
 
 
+def url_credentials(url: Any) -> list[str]:
+    """The secrets of a URL's userinfo (`https://user:PASS@host`): the password as written
+    and decoded, and the `Basic` credentials httpx sends in `Authorization` for it (a bot
+    that echoes its request headers echoes those). Whatever variable it came from, and
+    even in `base_url`, a password is a credential."""
+    if not isinstance(url, str) or "@" not in url:
+        return []
+    try:
+        parts = urlsplit(url)
+        user, password = parts.username, parts.password
+    except ValueError:
+        return []
+    if user is None and password is None:
+        return []
+    pair = f"{unquote(user or '')}:{unquote(password or '')}"
+    out = [base64.b64encode(pair.encode("utf-8")).decode("ascii")]
+    if password:
+        out += [password, unquote(password)]
+    return out
+
+
 def _secrets(seen: Substituted, cfg: BotConfig) -> list[str]:
     out = _env_secrets(seen, cfg.public_env, cfg.secret_env)
+    # A value pasted with a blank at an end ("tok ") is sent trimmed (headers are).
+    out += [value.strip() for value in out]
+    specs = [cfg.message, cfg.health, cfg.session.start, cfg.session.end]
+    urls = [cfg.base_url, cfg.tool_results.path, *(s.path for s in specs if s is not None)]
+    for url in urls:
+        out.extend(url_credentials(url))
     header_maps = [cfg.headers, cfg.message.headers, cfg.tool_results.headers or {}]
-    header_maps += [s.headers for s in (cfg.session.start, cfg.session.end) if s is not None]
+    header_maps += [s.headers for s in specs[1:] if s is not None]
     for headers in header_maps:
         for header, value in headers.items():
             if _SECRET_NAME.search(header):
@@ -147,10 +179,14 @@ def _error_secrets(seen: Substituted, raw: Any) -> list[str]:
         return {n for n in listed if isinstance(n, str)} if isinstance(listed, list) else set()
 
     out = _env_secrets(seen, names("public_env"), names("secret_env"))
+    out.extend(url_credentials(doc.get("base_url")))
     sections = [doc, *(doc.get(k) for k in ("message", "tool_results", "health"))]
     session = doc.get("session")
     if isinstance(session, Mapping):
         sections += [session.get("start"), session.get("end")]
+    for section in sections:
+        if isinstance(section, Mapping) and section is not doc:
+            out.extend(url_credentials(section.get("path")))
     for section in sections:
         headers = section.get("headers") if isinstance(section, Mapping) else None
         if not isinstance(headers, Mapping):
@@ -162,6 +198,7 @@ def _error_secrets(seen: Substituted, raw: Any) -> list[str]:
 
 
 def _header_secret_parts(value: str) -> list[str]:
+    value = value.strip(" \t")
     if "{{" in value:
         return []
     parts = [value]

@@ -12,6 +12,7 @@ import asyncio
 import codecs
 import json
 import random
+import re
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
 from dataclasses import dataclass
@@ -37,6 +38,9 @@ from tau_adapters.redaction import Redactor, mask_encoded
 from tau_adapters.retry_after import parse_retry_after
 
 T = TypeVar("T")
+# A JSON media type (`application/json`, `application/problem+json`...): a bot that
+# answers one to a `stream: sse` request does not stream, whatever the config says.
+_JSON_TYPE = re.compile(r"\s*application/([\w.+-]*\+)?json\s*(;|$)", re.IGNORECASE)
 Sleep = Callable[[float], Awaitable[None]]
 _QUOTE_LIMIT = 500
 
@@ -129,7 +133,9 @@ class HttpTransport:
 
     def _headers(self, spec: RequestSpec, variables: Mapping[str, Any]) -> dict[str, str]:
         headers = {**self.config.headers, **spec.headers}
-        out = {k: render_string(v, variables) for k, v in headers.items()}
+        # Blanks at either end are not part of a header value (RFC 9110) and h11 refuses
+        # to send them: a rendered `{{ message }}` ending in a space is sent trimmed.
+        out = {k: render_string(v, variables).strip(" \t") for k, v in headers.items()}
         if spec.stream == "sse" and not any(k.lower() == "accept" for k in out):
             out["Accept"] = "text/event-stream"
         return out
@@ -252,6 +258,14 @@ class HttpTransport:
                     return status, None, self._text(content)
                 document = self._json(spec, shown_url, content)
                 return status, document, document
+            ctype = response.headers.get("content-type", "")
+            if _JSON_TYPE.match(ctype):
+                content = await self._read_body(spec, shown_url, response)
+                raise AdapterProtocolError(
+                    f"reply to {spec.method} {shown_url} is JSON ({self._quote(ctype)}), not "
+                    "the event stream (text/event-stream) `stream: sse` expects (set `stream: "
+                    f"json` if the bot answers whole replies): {self._quote(self._text(content))}"
+                )
             sse = self.config.response.sse
             lines = self._limited_lines(spec, shown_url, response)
             try:

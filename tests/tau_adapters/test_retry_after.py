@@ -27,6 +27,10 @@ from tau_adapters.retry_after import parse_retry_after
         ("12", 12.0),
         (" 2.5 ", 2.5),
         ("-3", 0.0),
+        ("1e3", None),  # float() reads these; a server that sends them is wrong
+        ("5_0", None),
+        ("\u0661\u0662", None),  # Arabic-Indic digits
+        ("1" * 400, None),  # finite for no float
         ("Wed, 21 Oct 2015 07:28:00 GMT", 0.0),  # in the past
         ("Wed, 21 Oct 2015 07:28:00", 0.0),  # no zone: GMT, not local time
     ],

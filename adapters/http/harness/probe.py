@@ -7,7 +7,7 @@ from __future__ import annotations
 import json
 import uuid
 
-from adapters.http.adapter import HttpProvider
+from adapters.http.adapter import HttpProvider, for_checks
 from adapters.http.config import LoadedConfig
 from tau_adapters.jsonsafe import printable
 from tau_adapters.protocol import SessionContext, UserTurn
@@ -39,7 +39,7 @@ async def probe_bot(
     """Start a session (naming task `task_id` of `env`, or none), send `message`, close;
     the lines describing the parsed turn. Raises the adapter's error (`AdapterError`)
     when the bot or the mapping fails."""
-    provider = HttpProvider(loaded)
+    provider = HttpProvider(for_checks(loaded))  # a bot that is down: said in seconds
     redact = provider.redactor.text
     session = SessionContext(
         session_id=f"tau-probe-{uuid.uuid4().hex[:12]}",
