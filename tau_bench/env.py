@@ -19,12 +19,21 @@ Q7_OBSERVATION = (
 )
 
 
+RESPOND_IS_NO_TOOL = (
+    "Error: respond is not a tool: a message to the user is the agent's text, not a tool call"
+)
+"""A tool call named `respond`. The original delivered its content to the user; here a tool
+call never reaches the user, so logging it as a message would credit outputs the user never
+saw (the outputs check reads `respond` actions): it is refused, and not logged."""
+
+
 class Env:
     """Executes tool calls on a private copy of a domain DB; never raises.
 
     `execute` logs every call (as the original's action log did), runs the tool and
     returns its observation string. Argument and runtime errors become the original's
-    `Error: ...` strings; an unknown name gives `Unknown action <name>`.
+    `Error: ...` strings; an unknown name gives `Unknown action <name>`. Messages to the
+    user are logged by `respond`, never by a tool call (`RESPOND_IS_NO_TOOL`).
     """
 
     def __init__(self, domain: Domain, task: Task | None = None) -> None:
@@ -53,12 +62,10 @@ class Env:
             # Hostile arguments: every recursive walk below (copy, hash, score) would fail.
             self.actions.append(Action(name=str(name), kwargs={"__invalid_kwargs__": "too deep"}))
             return ToolOutput(f"Error: arguments {JSONDepthError()}", is_error=True)
+        if name == RESPOND_ACTION:
+            return ToolOutput(RESPOND_IS_NO_TOOL, is_error=True)
         logged = kwargs if isinstance(kwargs, dict) else {"__invalid_kwargs__": kwargs}
         self.actions.append(Action(name=str(name), kwargs=copy_json(logged)))
-        if name == RESPOND_ACTION:
-            if not isinstance(kwargs, dict) or "content" not in kwargs:
-                return ToolOutput("Error: 'content'", is_error=True)
-            return ToolOutput("")
         tool = self.domain.tools.get(name) if isinstance(name, str) else None
         if tool is None:
             return ToolOutput(f"Unknown action {name}", is_error=True)
