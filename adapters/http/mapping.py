@@ -120,6 +120,13 @@ def _calls(value: Any, mapping: ResponseMapping, counter: int) -> list[ToolCall]
         call_id = evaluate("response.tool_call.id", spec.id, item)
         if call_id is None or call_id == "":
             call_id = f"call_{counter + len(calls) + 1}"
+        elif isinstance(call_id, bool) or not isinstance(call_id, str | int):
+            # An id is text the bot gets back with the result: an object's Python form
+            # (`{'x': 1}`) is neither what it sent nor JSON.
+            raise MappingError(
+                f"tool call #{i} ({name!r}) has an id that is a {type(call_id).__name__}, "
+                f"not text or a number, at response.tool_call.id ({spec.id!r})"
+            )
         arguments = _arguments(evaluate("response.tool_call.arguments", spec.arguments, item), name)
         calls.append(ToolCall(id=str(call_id), name=name, arguments=arguments, raw=item))
     return calls

@@ -13,6 +13,7 @@ import codecs
 import json
 import random
 import re
+import sys
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
 from dataclasses import dataclass
@@ -379,10 +380,15 @@ class HttpTransport:
             raise AdapterProtocolError(
                 f"reply to {spec.method} {shown_url} is not usable: {exc}"
             ) from None
-        except ValueError:
+        except (json.JSONDecodeError, UnicodeDecodeError):
             raise AdapterProtocolError(
                 f"reply to {spec.method} {shown_url} is not JSON: "
                 f"{self._quote(self._text(content))}"
+            ) from None
+        except ValueError:  # valid JSON Python will not read: a number of 4,301+ digits
+            raise AdapterProtocolError(
+                f"reply to {spec.method} {shown_url} is not usable: it holds a number of more "
+                f"than {sys.get_int_max_str_digits():,} digits"
             ) from None
 
     def _quote(self, text: str) -> str:

@@ -11,6 +11,12 @@ from adapters.http.adapter import HttpProvider, for_checks
 from adapters.http.config import LoadedConfig
 from tau_adapters.jsonsafe import printable
 from tau_adapters.protocol import SessionContext, UserTurn
+from tau_adapters.redaction import truncate
+
+MAX_SHOWN = 20
+"""Messages, and tool calls, the probe prints at most: a reply may hold 200,000 of them."""
+MAX_SHOWN_CHARS = 2_000
+"""Characters of one message, tool name, arguments or id printed at most."""
 
 
 def _tools(env: str) -> list[dict[str, object]]:
@@ -64,11 +70,19 @@ async def probe_bot(
             f"  {call['method']} {redact(call['url'])} -> {call['status']} "
             f"in {call['latency'] * 1000:.0f} ms ({call['attempts']} attempt(s))"
         )
-    for text in turn.messages:
-        lines.append(f"  message   : {printable(redact(text))}")
-    for tc in turn.tool_calls:
+
+    def shown(text: str) -> str:
+        return truncate(printable(redact(text)), MAX_SHOWN_CHARS)
+
+    for text in turn.messages[:MAX_SHOWN]:
+        lines.append(f"  message   : {shown(text)}")
+    if len(turn.messages) > MAX_SHOWN:
+        lines.append(f"  ... and {len(turn.messages) - MAX_SHOWN:,} more messages")
+    for tc in turn.tool_calls[:MAX_SHOWN]:
         args = json.dumps(tc.arguments, ensure_ascii=True, default=str)
-        lines.append(f"  tool call : {printable(redact(tc.name))}({redact(args)}) id={tc.id}")
+        lines.append(f"  tool call : {shown(tc.name)}({shown(args)}) id={shown(tc.id)}")
+    if len(turn.tool_calls) > MAX_SHOWN:
+        lines.append(f"  ... and {len(turn.tool_calls) - MAX_SHOWN:,} more tool calls")
     if not turn.messages and not turn.tool_calls:
         lines.append("  (no message and no tool call)")
     flags = [name for name, on in (("end", turn.end_conversation), ("handoff", turn.handoff)) if on]

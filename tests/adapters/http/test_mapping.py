@@ -53,12 +53,20 @@ def test_single_string_message_and_single_call_object() -> None:
         ({"calls": [{"fn": {"name": "x", "args": "{not json"}}]}, "not JSON"),
         ({"calls": [{"fn": {"name": "x", "args": [1, 2]}}]}, "should be an object, got list"),
         ({"calls": "x"}, "should give a list of objects"),
+        ({"calls": [{"cid": {"x": 1}, "fn": {"name": "x"}}]}, "has an id that is a dict"),
+        ({"calls": [{"cid": [1], "fn": {"name": "x"}}]}, "has an id that is a list"),
+        ({"calls": [{"cid": True, "fn": {"name": "x"}}]}, "has an id that is a bool"),
         ("just text", "holds no message"),
     ],
 )
 def test_replies_that_do_not_fit(doc: object, message: str) -> None:
     with pytest.raises(MappingError, match=message):
         map_reply(doc, M)
+
+
+def test_a_numeric_id_is_its_text() -> None:
+    reply = map_reply({"calls": [{"cid": 7, "fn": {"name": "x"}}]}, M)
+    assert reply.tool_calls[0].id == "7"
 
 
 def test_allow_empty() -> None:

@@ -206,6 +206,14 @@ async def test_non_json_reply_is_a_protocol_error(setup) -> None:
 
 
 @respx.mock
+async def test_json_with_a_number_python_will_not_read_says_so(setup) -> None:
+    transport, _ = setup
+    respx.post(URL).respond(200, text='{"reply": ' + "7" * 5000 + "}")
+    with pytest.raises(AdapterProtocolError, match="holds a number of more than 4,300 digits"):
+        await transport.call(transport.config.message, VARS)
+
+
+@respx.mock
 async def test_sse_reply_becomes_an_event_list() -> None:
     sleeps = Sleeps()
     loaded = _config(

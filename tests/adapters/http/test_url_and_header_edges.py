@@ -6,6 +6,7 @@ makes of it) is a secret wherever a bot echoes it."""
 from __future__ import annotations
 
 import base64
+import json
 import socket
 from collections.abc import Callable
 from pathlib import Path
@@ -229,3 +230,21 @@ async def test_the_probe_reports_a_bot_that_is_down_after_two_attempts() -> None
     cfg = _with(base_url=f"http://127.0.0.1:{port}", retry={"backoff_initial": 0.001})
     with pytest.raises(AdapterError, match="after 2 attempts: ConnectError"):
         await probe_bot(load_config(cfg, environ={}), "hi", "retail")
+
+
+async def test_the_probe_shows_a_bounded_turn() -> None:
+    """A reply of 200,000 messages printed 200,000 lines; a tool call's id was printed as
+    the bot sent it (control bytes and all)."""
+    many = {
+        "reply": ["m"] * 200_000,
+        "calls": [{"id": "c\x1b[31m", "name": "x", "arguments": {"q": "y" * 10_000}}] * 30,
+    }
+    cfg = _with(response={"messages": "reply", "tool_calls": "calls"})
+    async with hostile_server(reply(json.dumps(many).encode())) as url:
+        lines = await probe_bot(load_config({**cfg, "base_url": url}, environ={}), "hi", "retail")
+    assert sum(line.startswith("  message") for line in lines) == 20
+    assert "  ... and 199,980 more messages" in lines
+    assert "  ... and 10 more tool calls" in lines
+    calls = [line for line in lines if line.startswith("  tool call")]
+    assert len(calls) == 20 and all(len(line) < 5_000 for line in calls)
+    assert "\x1b" not in "".join(lines) and "id=c\\x1b[31m" in calls[0]
