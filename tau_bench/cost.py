@@ -2,7 +2,7 @@
 None (shown as "unknown"), never $0.
 
 * agent: the agent model's cost as litellm priced it. 0 for an agent that calls no
-  model (`oracle`). Unknown for a hosted agent (HTTP, Dialogflow CX...: its own model
+  model (`oracle`), unless its usage reports a cost. Unknown for a hosted agent (HTTP, Dialogflow CX...: its own model
   spend is not reported to us) and for a local model litellm has no price for.
 * user: the user simulator's model cost; 0 for `scripted`/`human` and when no call was
   made; unknown when calls were made but not priced.
@@ -46,8 +46,8 @@ def episode_cost(
     """The cost record of one episode (see the module docstring)."""
     strategy = record.agent_strategy
     hosted = bool(strategy) and strategy not in LOCAL_AGENTS
-    if strategy in NO_MODEL_AGENTS:
-        agent: float | None = 0.0
+    if strategy in NO_MODEL_AGENTS:  # no model, unless the agent says it paid one
+        agent: float | None = float(record.agent_usage.get("cost") or 0.0)
     elif hosted:
         agent = float(record.agent_usage.get("cost") or 0.0) or None
     else:

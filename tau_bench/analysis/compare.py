@@ -75,15 +75,32 @@ class RunRow:
 
     @property
     def cost_total(self) -> float | None:
-        """Agent + user cost; None (unknown) when the sum is not a finite number (usage
-        costs near 1e308 add up to infinity: an overflow is no cost anyone paid)."""
-        total = self.cost_agent + self.cost_user
-        return total if math.isfinite(total) else None
+        """The run's total cost as its tables show it: the cost records' total (agent,
+        user, judge, platform; None when a part is unknown, e.g. the agent's cost of a
+        τ-bench results file), else agent + user. None (unknown) when the sum is not a
+        finite number (usage costs near 1e308 add up to infinity: no cost anyone paid)."""
+        if self.costs:
+            return _known(self.costs.get("total"))
+        return _known(self.cost_agent + self.cost_user)
+
+    def cost_part(self, part: str) -> float | None:
+        """The agent's or the user's cost, from the cost records when the run has them
+        (so `--json` says what the tables say), else from the usage."""
+        if self.costs:
+            return _known(self.costs.get(part))
+        return _known(self.cost_agent if part == "agent" else self.cost_user)
 
     @property
     def cost_per_episode(self) -> float | None:
         total = self.cost_total
         return total / self.episodes if total is not None and self.episodes else None
+
+
+def _known(value: Any) -> float | None:
+    """A cost as a finite number, or None (unknown)."""
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        return None
+    return float(value) if math.isfinite(value) else None
 
 
 def _finite(costs: dict[str, Any]) -> dict[str, Any]:
@@ -189,8 +206,8 @@ class Comparison:
         for row in self.rows:
             data = asdict(row)
             data["pass_hat_k"] = {str(k): v for k, v in row.pass_hat_k.items()}
-            for part in ("cost_agent", "cost_user"):  # unknown, as the total, not Infinity
-                data[part] = data[part] if math.isfinite(data[part]) else None
+            for part in ("agent", "user"):  # as the tables: unknown is None, never Infinity
+                data[f"cost_{part}"] = row.cost_part(part)
             data["cost_total"] = row.cost_total
             data["cost_per_episode"] = row.cost_per_episode
             rows.append(data)

@@ -57,12 +57,12 @@ def record_from_tau_bench(entry: dict[str, Any], max_trials: int | None = None) 
     errors = info.get("errors")
     if errors is not None and not isinstance(errors, list):
         raise RecordError(f"info.errors: expected a list, got {type(errors).__name__}")
-    costs = {}
+    costs: dict[str, float | None] = {}
     for key in ("agent_cost", "user_cost"):
         value = info.get(key)
         if value is not None and (isinstance(value, bool) or not isinstance(value, int | float)):
             raise RecordError(f"info.{key}: expected a number, got {value!r:.60}")
-        costs[key] = float(value or 0.0)
+        costs[key] = None if value is None else float(value)
     trial = entry.get("trial")  # older files have none: one trial
     try:
         return EpisodeRecord.from_dict(
@@ -74,8 +74,9 @@ def record_from_tau_bench(entry: dict[str, Any], max_trials: int | None = None) 
                 "task": task if isinstance(task, dict) else {},
                 "messages": [] if traj is None else traj,
                 "stop_reason": _as_text(info.get("stop_reason") or ("error" if error else "")),
-                "agent_usage": {"cost": costs["agent_cost"]},
-                "user_usage": {"cost": costs["user_cost"]},
+                "agent_usage": {"cost": costs["agent_cost"] or 0.0},
+                "user_usage": {"cost": costs["user_cost"] or 0.0},
+                "cost": _cost_record(costs["agent_cost"], costs["user_cost"]),
                 "error": error,
                 "warnings": [_as_text(e) for e in errors or []],
                 "domain": task_domain(task_id) or "",
@@ -88,6 +89,17 @@ def record_from_tau_bench(entry: dict[str, Any], max_trials: int | None = None) 
         if sep and head in _ENTRY_NAMES:
             field = _ENTRY_NAMES[head] + field[len(head) :]
         raise RecordError(f"{field}{sep}{rest}") from None
+
+
+def _cost_record(agent: float | None, user: float | None) -> dict[str, float | None]:
+    """The episode's cost record (`tau_bench.cost`) from what the entry says. The
+    original runner kept only `user_cost` (the agent's cost never reached its results),
+    so a part the entry does not give is unknown (None), never $0: a published GPT-4o
+    run would otherwise read as a free agent."""
+    parts = {"agent": agent, "user": user, "judge": 0.0, "platform": 0.0}
+    known = sum(v for v in parts.values() if v is not None)
+    total = None if agent is None or user is None else known
+    return {**parts, "total": total, "known": known}
 
 
 def _as_text(value: Any) -> str:

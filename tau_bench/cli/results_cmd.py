@@ -333,15 +333,21 @@ def export(
     from tau_bench.analysis.mt_bench import write_mt_bench
     from tau_bench.cli.output_paths import check_output
 
+    if format not in ("mt-bench", "tau2"):
+        fail(f"unknown export format {format!r} (available: mt-bench, tau2)")
+    runs = load_results(results)
+    # an empty run (a header alone) would be an export of empty files, read downstream
+    # as a run that scored nothing: refused before anything is written, as compare does
+    for run in runs:
+        if not run.records:
+            fail(f"{run.label}: no episodes to export")
     if format == "tau2":  # τ³ runs as τ² results files (tau2 view / evaluate-trajs)
         from tau_bench.cli.tau2_cmd import export_tau2
 
-        export_tau2(load_results(results), output, None)
+        export_tau2(runs, output, None)
         return
-    if format != "mt-bench":
-        fail(f"unknown export format {format!r} (available: mt-bench, tau2)")
     check_output(output, folder=True)
-    for run in load_results(results):
+    for run in runs:
         try:
             folder = write_mt_bench(
                 run.records,
