@@ -12,7 +12,8 @@ duplicate a user turn or a tool response. So:
   `AdapterError` with the server's message, not retried;
 * an answer larger than the channel accepts (gRPC reports it as RESOURCE_EXHAUSTED
   "Received message larger than max") is final: `AdapterProtocolError`, not retried (the
-  same answer would come again).
+  same answer would come again); so is an answer gRPC cannot decode (grpc.aio returns
+  None for it).
 
 Every call has a total deadline (all attempts and waits); each attempt gets
 min(timeout, what is left). The client library's own retry is disabled by the callers
@@ -30,6 +31,7 @@ from typing import Any, TypeVar
 
 import grpc
 from google.api_core import exceptions as gexc
+from google.protobuf.message import DecodeError
 from tenacity import AsyncRetrying, RetryCallState
 
 from tau_adapters.protocol import AdapterAuthError, AdapterError, AdapterProtocolError
@@ -84,10 +86,34 @@ def status_code(exc: BaseException) -> grpc.StatusCode | None:
 
 
 def too_large(exc: BaseException) -> bool:
-    """Whether the call failed because an answer exceeded the channel's size bound."""
-    return status_code(
-        exc
-    ) == grpc.StatusCode.RESOURCE_EXHAUSTED and "larger than max" in server_message(exc)
+    """Whether the call failed because an answer exceeded the channel's size bound, the
+    message or its metadata (gRPC says RESOURCE_EXHAUSTED, but the request ran)."""
+    message = server_message(exc)
+    return status_code(exc) == grpc.StatusCode.RESOURCE_EXHAUSTED and (
+        "larger than max" in message or "metadata size exceeds" in message
+    )
+
+
+def undecodable(result: object) -> bool:
+    """Whether gRPC could not decode the answer: grpc.aio then returns None instead of
+    raising (and a library pager wraps that None)."""
+    return result is None or getattr(result, "_response", result) is None
+
+
+def undecodable_error(what: str) -> AdapterProtocolError:
+    return AdapterProtocolError(
+        f"ces {what}: the answer is not a valid {what} response (undecodable protobuf)"
+    )
+
+
+def rpc_error_behind(exc: Exception) -> grpc.RpcError | None:
+    """The gRPC error behind `exc` when api_core failed to convert it: a status whose
+    `grpc-status-details-bin` trailer is malformed makes api_core raise the parser's
+    DecodeError (or ValueError) instead, with the RpcError as its context."""
+    context = exc.__context__
+    if isinstance(exc, DecodeError | ValueError) and isinstance(context, grpc.RpcError):
+        return context
+    return None
 
 
 def server_message(exc: BaseException) -> str:
@@ -120,7 +146,10 @@ def retry_delay(exc: BaseException) -> float | None:
         for key, value in exc.trailing_metadata() or ():
             if key != "grpc-status-details-bin":
                 continue
-            status = status_pb2.Status.FromString(value)
+            try:
+                status = status_pb2.Status.FromString(value)
+            except DecodeError:
+                return None  # a malformed trailer: no delay asked for
             for any_detail in status.details:
                 info = error_details_pb2.RetryInfo()
                 if any_detail.Unpack(info):
@@ -201,8 +230,16 @@ async def call_with_retries(
     async def attempt() -> T:
         log.attempts += 1
         budget = max(0.001, min(policy.timeout, remaining()))
-        async with asyncio.timeout(budget + 1.0):  # the transport's own timeout is `budget`
-            return await call(budget)
+        try:
+            async with asyncio.timeout(budget + 1.0):  # the transport's own timeout is `budget`
+                result = await call(budget)
+        except (DecodeError, ValueError) as unconverted:
+            if (behind := rpc_error_behind(unconverted)) is None:
+                raise
+            raise behind from None
+        if undecodable(result):
+            raise undecodable_error(what)  # final: the request ran
+        return result
 
     retrying = AsyncRetrying(
         retry=retryable,

@@ -14,7 +14,14 @@ from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 from adapters.ces.outputs import Parsed, absorb, absorb_server_message
-from adapters.ces.retry import RetryLog, RetryPolicy, Sleep, call_with_retries
+from adapters.ces.retry import (
+    RetryLog,
+    RetryPolicy,
+    Sleep,
+    call_with_retries,
+    undecodable,
+    undecodable_error,
+)
 from adapters.ces.structs import message_dict
 from tau_adapters.protocol import AdapterProtocolError
 
@@ -138,6 +145,8 @@ class BidiTransport:
                         raise AdapterProtocolError(
                             "ces: the session stream closed before the turn completed"
                         )
+                    if undecodable(message):
+                        raise undecodable_error("BidiRunSession")
                     size += type(message).pb(message).ByteSize()
                     if len(received) >= self.max_messages or size > self.max_bytes:
                         raise AdapterProtocolError(

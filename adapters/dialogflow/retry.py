@@ -10,8 +10,11 @@ duplicate a user turn or a tool result. So:
 * DEADLINE_EXCEEDED and INTERNAL/UNKNOWN (may have run) are retried at most
   `ambiguous_retries` times (default once), and every such retry is recorded;
 * an answer larger than the channel accepts (`max_response_mb`: the client's own
-  RESOURCE_EXHAUSTED "Received message larger than max") is final, an
-  `AdapterProtocolError`: the request ran, and sending it again would repeat it;
+  RESOURCE_EXHAUSTED "Received message larger than max", or metadata over gRPC's
+  limit) is final, an `AdapterProtocolError`: the request ran, and sending it again
+  would repeat it;
+* an answer gRPC cannot decode (grpc.aio returns None for it) is an
+  `AdapterProtocolError`, not retried for the same reason;
 * UNAUTHENTICATED / PERMISSION_DENIED become `AdapterAuthError`; everything else
   (INVALID_ARGUMENT, NOT_FOUND, FAILED_PRECONDITION...) an `AdapterError` carrying the
   server's message, without retry.
@@ -31,6 +34,7 @@ from typing import Any, TypeVar
 
 import grpc
 from google.api_core import exceptions as gexc
+from google.protobuf.message import DecodeError
 
 from tau_adapters.protocol import AdapterAuthError, AdapterError, AdapterProtocolError
 
@@ -96,6 +100,16 @@ def status_code(exc: BaseException) -> grpc.StatusCode | None:
     return None
 
 
+def rpc_error_behind(exc: Exception) -> grpc.RpcError | None:
+    """The gRPC error behind `exc` when api_core failed to convert it: a status whose
+    `grpc-status-details-bin` trailer is malformed makes api_core raise the parser's
+    DecodeError (or ValueError) instead, with the RpcError as its context."""
+    context = exc.__context__
+    if isinstance(exc, DecodeError | ValueError) and isinstance(context, grpc.RpcError):
+        return context
+    return None
+
+
 def server_message(exc: BaseException) -> str:
     if isinstance(exc, gexc.GoogleAPICallError):
         return str(exc.message or exc)
@@ -105,10 +119,18 @@ def server_message(exc: BaseException) -> str:
 
 
 def too_large(exc: BaseException) -> bool:
-    """Whether the client refused an answer over its size limit (the request ran)."""
-    return status_code(
-        exc
-    ) == grpc.StatusCode.RESOURCE_EXHAUSTED and "larger than max" in server_message(exc)
+    """Whether the client refused an answer over its size limit, the message or its
+    metadata (gRPC says RESOURCE_EXHAUSTED, but the request ran)."""
+    message = server_message(exc)
+    return status_code(exc) == grpc.StatusCode.RESOURCE_EXHAUSTED and (
+        "larger than max" in message or "metadata size exceeds" in message
+    )
+
+
+def undecodable(result: object) -> bool:
+    """Whether gRPC could not decode the answer: grpc.aio then returns None instead of
+    raising (and a library pager wraps that None)."""
+    return result is None or getattr(result, "_response", result) is None
 
 
 def retry_delay(exc: BaseException) -> float | None:
@@ -157,7 +179,12 @@ async def call_with_retries(
             await before_attempt()
         log.attempts += 1
         try:
-            return await call()
+            try:
+                result = await call()
+            except (DecodeError, ValueError) as unconverted:
+                if (behind := rpc_error_behind(unconverted)) is None:
+                    raise
+                raise behind from None
         except (gexc.GoogleAPICallError, grpc.RpcError) as exc:
             code = status_code(exc)
             if too_large(exc):
@@ -180,6 +207,12 @@ async def call_with_retries(
                 log.retries.append({"code": code.name, "delay": 0.0, "ambiguous": True})
                 continue
             raise to_adapter_error(exc, what) from None
+        if undecodable(result):
+            raise AdapterProtocolError(
+                f"dialogflow {what}: the answer is not a valid {what} response "
+                "(undecodable protobuf); the request was not retried"
+            )
+        return result
 
 
 class TokenBucket:

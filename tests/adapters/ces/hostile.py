@@ -21,6 +21,13 @@ from google.rpc import status_pb2
 from tests.certificates import self_signed
 
 CES = "google.cloud.ces.v1"
+# Status details trailers api_core fails on: not a google.rpc.Status (DecodeError), and a
+# Status whose code differs from the call's (ValueError).
+BAD_DETAILS = {
+    "garbage_details": b"\xff\xfe garbage",
+    "mismatched_details": status_pb2.Status(code=3, message="other").SerializeToString(),
+}
+GARBAGE = b"\xff\xfe\xfd not a protobuf message"
 APP = "projects/proj/locations/us/apps/app-1"
 
 
@@ -42,7 +49,10 @@ class HostileCes:
     * `endless_pages`: ListTools (and ListAgents) always return a next_page_token;
     * `controls`: ListTools and RunSession answer control characters;
     * `lro_error` / `lro_never`: GetApp is NOT_FOUND and CreateApp's operation fails /
-      never finishes.
+      never finishes;
+    * `garbage_<handler>` (`garbage_run_session`, `garbage_bidi`, `garbage_get_app`,
+      `garbage_list_tools`...): that method answers bytes that are no protobuf message;
+    * `big_metadata`: RunSession fails with a status message over gRPC's metadata limit.
     """
 
     def __init__(self, mode: str, *, tls: bool = False, huge_bytes: int = 0) -> None:
@@ -80,6 +90,11 @@ class HostileCes:
 
     def run_session(self, data: bytes, context: grpc.ServicerContext) -> bytes:
         auth = self._seen("RunSession", context)
+        if self.mode in BAD_DETAILS:  # UNAVAILABLE whose details api_core cannot read
+            context.set_trailing_metadata((("grpc-status-details-bin", BAD_DETAILS[self.mode]),))
+            context.abort(grpc.StatusCode.UNAVAILABLE, "try later")
+        if self.mode == "big_metadata":
+            context.abort(grpc.StatusCode.INVALID_ARGUMENT, "E" * 100_000)
         if self.mode == "echo_auth_error":
             context.abort(grpc.StatusCode.INVALID_ARGUMENT, f"bad request; you sent {auth}")
         if self.mode == "echo_auth_text":
@@ -125,6 +140,9 @@ class HostileCes:
                 continue
             if message.realtime_input.will_continue:
                 continue
+            if self.mode == "garbage_bidi":
+                yield GARBAGE
+                return
             if self.mode == "endless_stream":
                 chunk = _bytes(
                     ces_v1.BidiSessionServerMessage(
@@ -182,6 +200,8 @@ class HostileCes:
         def unary(fn: Any) -> Any:
             def call(data: bytes, context: grpc.ServicerContext) -> bytes:
                 out = fn(data, context)
+                if self.mode == f"garbage_{fn.__name__}":
+                    return GARBAGE
                 return out if isinstance(out, bytes) else _bytes(out)
 
             return grpc.unary_unary_rpc_method_handler(call)

@@ -15,11 +15,19 @@ from typing import Any
 
 import grpc
 from google.cloud import dialogflowcx_v3beta1 as cx
+from google.rpc import status_pb2
 
 from tests.certificates import write_self_signed
 
 DF = "google.cloud.dialogflow.cx.v3beta1"
 AGENT = "projects/p/locations/global/agents/a"
+GARBAGE = b"\xff\xfe\xfd not a protobuf message"  # mode "garbage": every method's answer
+# Status details trailers api_core fails on: not a google.rpc.Status (DecodeError), and a
+# Status whose code differs from the call's (ValueError).
+BAD_DETAILS = {
+    "garbage_details": b"\xff\xfe garbage",
+    "mismatched_details": status_pb2.Status(code=3, message="other").SerializeToString(),
+}
 CONTROL = "bad \x1b[31mRED\x1b]0;title\x07 \x9b31m \u202eevil"
 
 
@@ -63,6 +71,13 @@ class HostileService:
     async def _detect(self, request: bytes, context: Any) -> bytes:
         auth = self._count("DetectIntent", context)
         mode = self.mode
+        if mode in ("garbage", "garbage_detect"):  # garbage_detect: DetectIntent only
+            return GARBAGE
+        if mode in BAD_DETAILS:  # UNAVAILABLE whose status details api_core cannot read
+            details = (("grpc-status-details-bin", BAD_DETAILS[mode]),)
+            await context.abort(grpc.StatusCode.UNAVAILABLE, "try later", details)
+        if mode == "big_metadata":  # a status message over gRPC's metadata limit
+            await context.abort(grpc.StatusCode.INVALID_ARGUMENT, "E" * 100_000)
         if mode == "echo_text":
             return _bytes(_text_reply(f"your token is {auth}"))
         if mode == "echo_error":
@@ -90,6 +105,8 @@ class HostileService:
 
     async def _list_tools(self, request: bytes, context: Any) -> bytes:
         auth = self._count("ListTools", context)
+        if self.mode == "garbage":
+            return GARBAGE
         if self.mode == "echo_list_error":
             await context.abort(grpc.StatusCode.INVALID_ARGUMENT, f"bad request; you sent {auth}")
         if self.mode == "endless_pages":
@@ -102,6 +119,8 @@ class HostileService:
 
     async def _get_agent(self, request: bytes, context: Any) -> bytes:
         self._count("GetAgent", context)
+        if self.mode == "garbage":
+            return GARBAGE
         return _bytes(cx.Agent(name=AGENT, start_playbook=f"{AGENT}/playbooks/start"))
 
     async def _list_playbooks(self, request: bytes, context: Any) -> bytes:
