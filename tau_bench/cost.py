@@ -108,6 +108,12 @@ def money(value: float | None) -> str:
     return "unknown" if value is None else f"${value:.4f}"
 
 
+def episode_money(record: EpisodeRecord) -> str:
+    """The episode's total cost as one episode's view shows it (`money` of its cost
+    record): `unknown` when a part is, e.g. the agent of a τ-bench results file."""
+    return money(cost_of(record).get("total"))
+
+
 def cost_table(rows: Mapping[str, Mapping[str, Any]]) -> Any:
     """Cost per run (rich): the parts, the total, per resolved task; an "all runs" row."""
     from rich.table import Table

@@ -15,6 +15,7 @@ from tau_adapters.jsonsafe import MAX_DEPTH, depth_exceeds
 from tau_bench.analysis.reasons import failure_reason
 from tau_bench.analysis.reasons import outcome as outcome_of
 from tau_bench.analysis.shown import decode_arguments, masked, prompt_shown, shown
+from tau_bench.cost import episode_money
 from tau_bench.records import EpisodeRecord, is_success
 
 LONG_OBSERVATION = 1200
@@ -181,7 +182,6 @@ def episode_html(
 ) -> str:
     """A closed `<details>` for one (task, trial): header line, messages, verdict."""
     outcome = outcome_of(record)
-    cost = record.agent_cost + record.user_cost
     bits = [
         f"trial {record.trial}",
         f"<span class='badge {outcome}'>{outcome}</span>",
@@ -191,7 +191,7 @@ def episode_html(
         bits.append(escape(shown(record.stop_reason, 200)))
     if record.duration:
         bits.append(f"{record.duration:.1f}s")
-    bits.append(f"${cost:.4f}")
+    bits.append(episode_money(record))
     head = " · ".join(bits)
     reason = failure_reason(record)
     if reason:  # why, readable without opening the episode

@@ -17,6 +17,7 @@ from rich.text import Text
 
 from tau_bench.analysis.reasons import failure_reason, outcome
 from tau_bench.analysis.shown import arguments_text, masked, prompt_shown, shown, value_text
+from tau_bench.cost import episode_money
 from tau_bench.records import EpisodeRecord
 
 STYLE = {"pass": "green", "fail": "red", "error": "yellow"}
@@ -119,7 +120,7 @@ def episode_view(record: EpisodeRecord, run_label: str, full_system: bool = Fals
     head.append(oc, style=f"bold {STYLE[oc]}")
     head.append(
         f" · reward {_reward(record)} · {record.steps} steps · {record.duration:.1f}s"
-        f" · ${record.agent_cost + record.user_cost:.4f}"
+        f" · {episode_money(record)}"
     )
     if record.stop_reason:
         head.append(f" · {shown(record.stop_reason, 200)}")

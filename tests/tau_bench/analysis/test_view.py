@@ -16,7 +16,7 @@ import pytest
 
 from tau_bench.analysis.reasons import db_diff_summary, failure_reason
 from tau_bench.records import EpisodeRecord
-from tests.tau_bench.analysis.conftest import Runs
+from tests.tau_bench.analysis.conftest import HISTORICAL, Runs
 
 TAU = Path(sys.executable).parent / "tau"
 ENV = {**os.environ, "COLUMNS": "200", "LITELLM_LOCAL_MODEL_COST_MAP": "True"}
@@ -86,6 +86,20 @@ def test_one_episode_expanded_with_trajectory_and_db_diff(runs: Runs) -> None:
     assert "DB difference (" in out and "expected actions" in out
     assert "<script>alert(1)</script>" in out  # printed as text, not eaten as markup
     assert "(6" in out and "chars; --system shows it)" in out  # the policy is clipped
+
+
+def test_an_episode_whose_cost_is_not_recorded_shows_it_unknown() -> None:
+    """A τ-bench results file records no agent cost: the episode's cost is unknown, as in
+    the tables, not the user's cost alone as if it were the whole."""
+    out = _tau(HISTORICAL, "--task", "3", "--trial", "0").stdout
+    head = next(line for line in out.splitlines() if " · task 3 · trial 0 · " in line)
+    assert head.endswith(" · unknown"), head
+
+
+def test_episode_costs_in_a_run_of_ours_are_dollars(runs: Runs) -> None:
+    out = _tau(runs.sloppy, "--task", "2", "--trial", "0").stdout
+    head = next(line for line in out.splitlines() if " · task 2 · trial 0 · " in line)
+    assert re.search(r" · \$0\.0\d{3}", head), head
 
 
 def test_nothing_matches_and_bad_input(runs: Runs, tmp_path: Path) -> None:
