@@ -42,7 +42,6 @@ __all__ = [
     "ExportError",
     "Exported",
     "build_export",
-    "export_records",
     "record_domain",
     "simulation_messages",
     "write_export",
@@ -262,35 +261,6 @@ def _spelled_number(value: Any) -> Any:
     if math.isnan(value):
         return "NaN"
     return "Infinity" if value > 0 else "-Infinity"
-
-
-def export_records(
-    records: list[EpisodeRecord],
-    domain: LoadedDomain,
-    path: Path,
-    *,
-    label: str,
-    num_trials: int,
-    agent: str | None,
-    model: str | None,
-    user_model: str | None,
-    seed: int | None = None,
-) -> Exported:
-    """Write `records` (one τ³ domain) as a τ² results file at `path`, validated
-    (`build_export`, then `write_export`)."""
-    done = build_export(
-        records,
-        domain,
-        path,
-        label=label,
-        num_trials=num_trials,
-        agent=agent,
-        model=model,
-        user_model=user_model,
-        seed=seed,
-    )
-    write_export(done, label)
-    return done
 
 
 def write_export(done: Exported, label: str) -> None:
